@@ -1,0 +1,29 @@
+// rastro through its public API, built into dist/.
+import { createEventStore, migrate, openDatabase } from '../../dist/index.js';
+import { runContender } from '../shared/contender.js';
+import { DATABASE_URL } from '../shared/database.js';
+import { runEventStoreWorkload } from './workload.js';
+
+async function openRastro(run) {
+  const schema = `bench_rastro_${run}`;
+  const db = await openDatabase({ url: DATABASE_URL, poolSize: 10 });
+  await db.query(`drop schema if exists ${schema} cascade`);
+  await migrate(db, { schema });
+  const store = createEventStore(db, { schema });
+
+  return {
+    // 0 is rastro's 'no-stream'; any other number is the exact expected version.
+    append: (streamId, version, events) => store.append(streamId, events, { expectedVersion: version }),
+    async readPage(after, limit) {
+      const events = await store.readAll({ after: after ?? undefined, limit });
+      return { count: events.length, after: events.at(-1) };
+    },
+    analyze: () => db.query(`analyze ${schema}.events; analyze ${schema}.streams`),
+    async close() {
+      await db.query(`drop schema ${schema} cascade`);
+      await db.close();
+    },
+  };
+}
+
+await runContender(async (run) => runEventStoreWorkload(await openRastro(run)));

@@ -1,0 +1,46 @@
+import { WORKLOAD } from './workload.js';
+
+const contender = (name) => ({ name, script: new URL(`./${name}.js`, import.meta.url) });
+const { batch, read, single } = WORKLOAD;
+
+/** The event-store section: which processes run, which rows they report, what rastro must reach. */
+export const eventStoreSection = {
+  name: 'event-store',
+  title: 'Event store',
+  baseline: 'raw',
+  subject: 'rastro',
+  rival: 'emmett',
+  contenders: [contender('raw'), contender('rastro'), contender('emmett')],
+  rows: [
+    { key: 'singleAppend1', name: 'single-event append, 1 client', unit: 'appends/s', minRatio: 0.8 },
+    { key: 'singleAppend8', name: 'single-event append, 8 clients', unit: 'appends/s', minRatio: 0.8 },
+    { key: 'batchAppend', name: `${batch.size}-event batch append, 1 client`, unit: 'events/s', minRatio: 0.8 },
+    { key: 'readAll', name: `read ${read.events.toLocaleString('en-US')} events in global order`, unit: 'events/s', minRatio: 0.6 },
+  ],
+  notes: `
+Each contender runs in its own Node process, in a fresh schema (\`bench_raw_N\`, \`bench_rastro_N\`)
+or, for Emmett, which has no schema option, a fresh database (\`bench_emmett_N\`). Runs are
+interleaved (raw, rastro, emmett, raw, ...) and each cell is the median of the runs. Every
+contender uses a pool of 10 connections and the same events (about 150 bytes of JSON data).
+
+- **raw**: \`pg\` against a table with the same columns, primary key, unique \`id\` and
+  \`(tx_order, position)\` index as rastro's \`events\` table (no streams table, no triggers).
+  Appends are one autocommit \`INSERT\` (multi-row for a batch) with the stream version computed by
+  the client; reads page by keyset on \`(tx_order, position)\` with the same page size, int8 parsed
+  to numbers and jsonb by \`JSON.parse\`, as rastro does.
+- **rastro**: \`store.append\` with the known stream version as \`expectedVersion\` (0, which is
+  \`'no-stream'\`, for a new stream); \`store.readAll({ after: lastEvent, limit })\`.
+- **emmett**: \`@event-driven-io/emmett-postgresql\` 0.42 \`getPostgreSQLEventStore\`;
+  \`appendToStream\` with \`expectedStreamVersion\` (0n for a new stream); reads with
+  \`readMessagesBatch({ after, batchSize })\`, the global-order read its consumers use.
+
+Rows, in the order they run against one store:
+
+1. **${batch.size}-event batch append**: ${batch.warmupBatches} warm-up batches, then ${batch.batches.toLocaleString('en-US')} timed batches, each to a new stream, one client.
+2. **read**: ${read.warmupEvents.toLocaleString('en-US')} warm-up events, then the first ${read.events.toLocaleString('en-US')} events of the log in global order, ${read.pageSize.toLocaleString('en-US')} per page, after \`ANALYZE\` of the contender's tables.
+3. **single-event append**: every client owns ${single.streamsPerClient} streams, created by a
+   warm-up; then for ${single.durationMs / 1000} s each client appends one event at a time to one of
+   its streams chosen at random, with that stream's exact expected version. The 8-client row runs 8
+   such loops on 8 pooled connections.
+`,
+};

@@ -1,0 +1,83 @@
+// Runs the benchmark sections: `node bench/run.js [section]`. Each contender of a section runs in
+// its own child process; runs are interleaved and the median of each row is reported.
+import { fork } from 'node:child_process';
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { assertReachable, describeUrl } from './shared/database.js';
+import { median } from './shared/measure.js';
+import { markdownTable, summarize, textTable, writeDocSection, writeResults } from './shared/report.js';
+import { eventStoreSection } from './event-store/section.js';
+
+const SECTIONS = [eventStoreSection];
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
+const RESULTS_PATH = fileURLToPath(new URL('./results.json', import.meta.url));
+const DOC_PATH = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url));
+const COMMAND = 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench';
+
+function runChild(contender, run) {
+  return new Promise((resolve, reject) => {
+    const child = fork(fileURLToPath(contender.script), [String(run)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    let results;
+    child.on('message', (message) => (results = message.results));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code === 0 && results) resolve(results);
+      else reject(new Error(`contender ${contender.name} failed in run ${run} (exit code ${code}); its error is printed above`));
+    });
+  });
+}
+
+async function runSection(section) {
+  const samples = Object.fromEntries(section.contenders.map((contender) => [contender.name, []]));
+  for (let run = 1; run <= RUNS; run += 1) {
+    for (const contender of section.contenders) {
+      const started = Date.now();
+      samples[contender.name].push(await runChild(contender, run));
+      console.error(`${section.name}: run ${run}/${RUNS} ${contender.name} done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    }
+  }
+  const medians = {};
+  for (const [name, runs] of Object.entries(samples)) {
+    medians[name] = Object.fromEntries(section.rows.map((row) => [row.key, median(runs.map((results) => results[row.key]))]));
+  }
+  return summarize(section, medians);
+}
+
+function docBody(section, lines, serverVersion) {
+  return `
+Command:
+
+\`\`\`sh
+${COMMAND}
+\`\`\`
+
+Machine: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), PostgreSQL ${serverVersion} with default
+settings on the same machine, Node ${process.version}. Median of ${RUNS} runs, measured ${new Date().toISOString().slice(0, 10)}.
+
+${markdownTable(section, lines)}
+
+Targets: single-event append ≥ 0.8× raw insert at the same concurrency; batch append ≥ 0.8× raw
+multi-row insert; readAll ≥ 0.6× raw scan; ahead of Emmett on every row.
+
+${section.notes.trim()}
+`;
+}
+
+async function main() {
+  const filter = process.argv[2];
+  const sections = SECTIONS.filter((section) => !filter || section.name === filter);
+  if (sections.length === 0) throw new Error(`no bench section named ${filter}; sections: ${SECTIONS.map((s) => s.name).join(', ')}`);
+  const serverVersion = await assertReachable();
+  console.error(`PostgreSQL ${serverVersion} at ${describeUrl()}, ${RUNS} runs per contender`);
+  for (const section of sections) {
+    const lines = await runSection(section);
+    console.log(`\n${section.title}\n\n${textTable(section, lines)}\n`);
+    await writeResults(RESULTS_PATH, section, lines);
+    await writeDocSection(DOC_PATH, section.title, docBody(section, lines, serverVersion));
+  }
+}
+
+main().catch((err) => {
+  console.error(`bench failed: ${err.message}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { resolveConfig } from '../config.js';
+import { RastroError } from '../errors.js';
+import { openMigratedDatabase, startServer } from '../server.js';
+
+const USAGE = `usage: rastro <command>
+
+commands:
+  serve           migrate, then serve the HTTP API (PORT, HOST)
+  migrate         apply pending migrations and exit
+  store status    show what holds event readers back
+  store rebase    after restoring a dump into another cluster: make new events sort after restored ones
+
+environment:
+  DATABASE_URL      postgres:// URL; without it rastro uses embedded PGlite in RASTRO_DATA_DIR (./.rastro)
+  RASTRO_SCHEMA     schema for rastro's tables (rastro)
+  PORT, HOST        where serve listens (3000, 127.0.0.1)
+  RASTRO_LOG_LEVEL  fatal|error|warn|info|debug|trace|silent (info)`;
+
+async function serve(): Promise<void> {
+  const server = await startServer();
+  console.log(`rastro listening on ${server.url} (${server.config.embedded ? `embedded database in ${server.config.dataDir}` : 'PostgreSQL'})`);
+  const shutdown = () => {
+    server.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', shutdown);
+  process.once('SIGTERM', shutdown);
+}
+
+async function withStore<T>(fn: (opened: Awaited<ReturnType<typeof openMigratedDatabase>>) => Promise<T>): Promise<T> {
+  const opened = await openMigratedDatabase(resolveConfig({ logLevel: 'silent' }));
+  try {
+    return await fn(opened);
+  } finally {
+    await opened.db.close();
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args: argv, allowPositionals: true, strict: true });
+  const [command, sub] = positionals;
+  if (command === 'serve') return serve();
+  if (command === 'migrate') {
+    await withStore(async () => undefined);
+    console.log('migrations applied');
+    return;
+  }
+  if (command === 'store' && sub === 'status') {
+    const delay = await withStore(({ store }) => store.readerDelay());
+    console.log(`events held back from readers: ${delay.heldBack}`);
+    console.log(`oldest open writing transaction: ${delay.oldestWriterMs === null ? 'none' : `${delay.oldestWriterMs} ms`}`);
+    console.log(`oldest prepared transaction: ${delay.oldestPreparedMs === null ? 'none' : `${delay.oldestPreparedMs} ms`}`);
+    return;
+  }
+  if (command === 'store' && sub === 'rebase') {
+    const config = resolveConfig({ logLevel: 'silent' });
+    const { openDatabase } = await import('../db/open-database.js');
+    const { migrate } = await import('../db/migrate.js');
+    const { createEventStore } = await import('../store/event-store.js');
+    const db = await openDatabase({ url: config.databaseUrl });
+    try {
+      await migrate(db, { schema: config.schema });
+      const offset = await createEventStore(db, { schema: config.schema }).rebaseTransactionOrder();
+      console.log(`transaction order offset is now ${offset}; readers resume from their checkpoints`);
+    } finally {
+      await db.close();
+    }
+    return;
+  }
+  if (command === undefined || command === 'help') {
+    console.log(USAGE);
+    return;
+  }
+  console.error(`rastro: unknown command ${positionals.join(' ')}\n\n${USAGE}`);
+  process.exitCode = 2;
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof RastroError) console.error(`rastro: ${err.message} [${err.code}]`);
+  else console.error(`rastro: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,47 @@
+/** A row set as returned by {@link Queryable.query}. */
+export interface QueryResult<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+/**
+ * Anything that runs one statement: the database itself or an open transaction. Library calls
+ * that write accept a `Queryable`, so a service can put rastro's rows in its own transaction.
+ */
+export interface Queryable {
+  query<Row = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<QueryResult<Row>>;
+}
+
+/** An open transaction. `exec` runs a script of several statements without parameters. */
+export interface Transaction extends Queryable {
+  exec(script: string): Promise<void>;
+}
+
+/**
+ * The one database interface rastro uses, with a `pg` adapter for `postgres://` URLs and a
+ * PGlite adapter for embedded use. Both run the same SQL.
+ *
+ * @example
+ * ```ts
+ * const db = await openDatabase({ url: 'memory://' })
+ * await db.transaction(async (tx) => { await tx.query('select 1') })
+ * ```
+ */
+export interface Database extends Queryable {
+  /** Runs `fn` in a transaction: commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  /**
+   * Calls `fn` for every NOTIFY on `channel` (a lowercase identifier) until the returned
+   * function is called. Notifications are a wake-up hint: one may be lost on a reconnect.
+   */
+  listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+  /** `postgres` for a server, `pglite` for the embedded database. */
+  readonly kind: 'postgres' | 'pglite';
+}
+
+const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export function assertChannelName(channel: string): void {
+  if (!CHANNEL.test(channel)) throw new TypeError(`channel must be a lowercase identifier, got ${JSON.stringify(channel)}`);
+}

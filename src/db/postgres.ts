@@ -1,0 +1,175 @@
+import pg from 'pg';
+import { assertChannelName, type Database, type QueryResult, type Transaction } from './database.js';
+import { toDatabaseError } from './database-error.js';
+
+const INT8_OID = 20;
+const INT8_ARRAY_OID = 1016;
+
+function parseInt8(text: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) throw new RangeError('int8 value exceeds Number.MAX_SAFE_INTEGER');
+  return value;
+}
+
+function parseInt8Array(text: string): (number | null)[] {
+  if (text === '{}') return [];
+  return text
+    .slice(1, -1)
+    .split(',')
+    .map((item) => (item === 'NULL' ? null : parseInt8(item)));
+}
+
+// Per-pool parsers: rastro never changes pg's process-wide type parsers.
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID && format !== 'binary') return parseInt8;
+    if (oid === INT8_ARRAY_OID && format !== 'binary') return parseInt8Array;
+    return pg.types.getTypeParser(oid, format ?? 'text');
+  },
+};
+
+export interface PostgresOptions {
+  url: string;
+  /** @defaultValue 10 */
+  poolSize?: number;
+  /** Called with connection errors the pool reports between queries. */
+  onError?: (err: Error) => void;
+}
+
+async function run<Row>(client: pg.Pool | pg.PoolClient, text: string, values?: readonly unknown[]): Promise<QueryResult<Row>> {
+  try {
+    const result = await client.query(text, values as unknown[] | undefined);
+    return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+  } catch (err) {
+    throw toDatabaseError(err);
+  }
+}
+
+/** A {@link Database} on a PostgreSQL server through a `pg` pool. */
+export function openPostgres(options: PostgresOptions): Database {
+  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types });
+  pool.on('error', (err) => options.onError?.(toDatabaseError(err)));
+  const listener = new NotificationListener(options.url, options.onError);
+
+  return {
+    kind: 'postgres',
+    query: (text, values) => run(pool, text, values),
+    async transaction(fn) {
+      const client = await pool.connect().catch((err: unknown) => {
+        throw toDatabaseError(err);
+      });
+      const tx: Transaction = {
+        query: (text, values) => run(client, text, values),
+        exec: async (script) => {
+          await run(client, script);
+        },
+      };
+      let broken: unknown;
+      try {
+        await run(client, 'begin');
+        const result = await fn(tx);
+        await run(client, 'commit');
+        return result;
+      } catch (err) {
+        await run(client, 'rollback').catch((rollbackErr: unknown) => {
+          broken = rollbackErr;
+        });
+        throw err;
+      } finally {
+        // A connection whose rollback failed is in an unknown state: destroy it.
+        client.release(broken instanceof Error ? broken : undefined);
+      }
+    },
+    listen: (channel, fn) => listener.listen(channel, fn),
+    async close() {
+      await listener.close();
+      await pool.end();
+    },
+  };
+}
+
+/**
+ * One dedicated connection for LISTEN, shared by every channel of a database. It reconnects
+ * after a failure; notifications sent while it was down are lost, which is why every reader
+ * also polls.
+ */
+class NotificationListener {
+  private client: pg.Client | undefined;
+  private connecting: Promise<pg.Client> | undefined;
+  private readonly handlers = new Map<string, Set<(payload: string) => void>>();
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly url: string,
+    private readonly onError?: (err: Error) => void,
+  ) {}
+
+  async listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>> {
+    assertChannelName(channel);
+    let set = this.handlers.get(channel);
+    const first = set === undefined;
+    if (!set) this.handlers.set(channel, (set = new Set()));
+    set.add(fn);
+    const client = await this.connect();
+    if (first) await client.query(`listen ${channel}`).catch((err: unknown) => this.fail(err));
+    return async () => {
+      set.delete(fn);
+      if (set.size > 0 || this.handlers.get(channel) !== set) return;
+      this.handlers.delete(channel);
+      await this.client?.query(`unlisten ${channel}`).catch(() => undefined);
+    };
+  }
+
+  private connect(): Promise<pg.Client> {
+    if (this.client) return Promise.resolve(this.client);
+    this.connecting ??= (async () => {
+      const client = new pg.Client({ connectionString: this.url, types });
+      client.on('notification', (msg) => {
+        for (const fn of this.handlers.get(msg.channel) ?? []) fn(msg.payload ?? '');
+      });
+      client.on('error', (err) => this.fail(err));
+      client.on('end', () => this.fail(new Error('listener connection ended')));
+      try {
+        await client.connect();
+        for (const channel of this.handlers.keys()) await client.query(`listen ${channel}`);
+      } catch (err) {
+        this.connecting = undefined;
+        await client.end().catch(() => undefined);
+        throw toDatabaseError(err);
+      }
+      this.client = client;
+      this.connecting = undefined;
+      return client;
+    })();
+    return this.connecting;
+  }
+
+  private fail(err: unknown): void {
+    if (this.closed || !this.client) return;
+    const dead = this.client;
+    this.client = undefined;
+    dead.removeAllListeners('end');
+    dead.end().catch(() => undefined);
+    this.onError?.(toDatabaseError(err));
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.retryTimer || this.handlers.size === 0) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.connect().catch(() => this.scheduleReconnect());
+    }, 1000);
+    this.retryTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    const client = this.client ?? (await this.connecting?.catch(() => undefined));
+    this.client = undefined;
+    client?.removeAllListeners('end');
+    await client?.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Every failure rastro reports is a {@link RastroError} with a stable string `code`.
+ * Codes are listed in docs/errors.md; HTTP statuses are mapped in the HTTP layer only.
+ *
+ * @example
+ * ```ts
+ * try { await store.append('order-1', events, { expectedVersion: 3 }) }
+ * catch (err) { if (err instanceof ConcurrencyError) console.log(err.actual) }
+ * ```
+ */
+export class RastroError extends Error {
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Input that breaks a documented rule. `field` names the offending input. Nothing was written. */
+export class ValidationError extends RastroError {
+  readonly field: string;
+
+  constructor(field: string, message: string) {
+    super('RASTRO_VALIDATION', `${field}: ${message}`);
+    this.field = field;
+  }
+}
+
+/** Options or environment that cannot be used. */
+export class ConfigError extends RastroError {
+  constructor(message: string) {
+    super('RASTRO_CONFIG', message);
+  }
+}
+
+export type ExpectedVersion = number | 'no-stream' | 'exists' | 'any';
+
+/** The stream was not at the version the caller expected. Nothing was written. */
+export class ConcurrencyError extends RastroError {
+  readonly streamId: string;
+  readonly expected: ExpectedVersion;
+  /** The stream's version when the append was refused; 0 when the stream does not exist. */
+  readonly actual: number;
+
+  constructor(streamId: string, expected: ExpectedVersion, actual: number) {
+    super(
+      'RASTRO_CONCURRENCY',
+      `stream ${JSON.stringify(streamId)} is at version ${actual}, expected ${String(expected)}; reload the stream and retry`,
+    );
+    this.streamId = streamId;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+/** An event id already in the log was appended again with other content or to another stream. */
+export class EventIdConflictError extends RastroError {
+  readonly eventId: string;
+
+  constructor(eventId: string, reason: string) {
+    super('RASTRO_EVENT_ID_CONFLICT', `event ${eventId} is already in the log ${reason}; a retry must resend the same events`);
+    this.eventId = eventId;
+  }
+}
+
+/** A migration file that was applied has changed since, or the database has migrations this code does not know. */
+export class MigrationError extends RastroError {
+  constructor(message: string) {
+    super('RASTRO_MIGRATION', message);
+  }
+}
+
+/**
+ * The log holds transaction orders ahead of this cluster's transaction ids: the database was
+ * restored into a new cluster. Readers would skip new events until `rastro store rebase` runs.
+ */
+export class TransactionIdsRewoundError extends RastroError {
+  constructor(schema: string) {
+    super(
+      'RASTRO_TX_IDS_REWOUND',
+      `the events in schema ${schema} carry transaction ids from another PostgreSQL cluster (was it restored from a dump?); ` +
+        'stop every writer and run `rastro store rebase` before appending or reading',
+    );
+  }
+}
+
+/**
+ * The database refused or failed a statement. It keeps the server's message, SQLSTATE and
+ * constraint name, but never the statement, its bound values or the server's detail line.
+ */
+export class DatabaseError extends RastroError {
+  /** The PostgreSQL SQLSTATE, e.g. `23505`. */
+  readonly sqlState: string | undefined;
+  readonly constraint: string | undefined;
+
+  constructor(message: string, sqlState: string | undefined, constraint: string | undefined) {
+    super('RASTRO_DATABASE', message);
+    this.sqlState = sqlState;
+    this.constraint = constraint;
+  }
+}
+
+/** The operation needs something that was closed or stopped. */
+export class ClosedError extends RastroError {
+  constructor(what: string) {
+    super('RASTRO_CLOSED', `${what} is closed`);
+  }
+}

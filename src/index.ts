@@ -1,0 +1,30 @@
+export {
+  RastroError,
+  ValidationError,
+  ConfigError,
+  ConcurrencyError,
+  EventIdConflictError,
+  MigrationError,
+  TransactionIdsRewoundError,
+  DatabaseError,
+  ClosedError,
+  type ExpectedVersion,
+} from './errors.js';
+export { resolveConfig, type RastroOptions, type RastroConfig } from './config.js';
+export type { Database, Queryable, QueryResult, Transaction } from './db/database.js';
+export { openDatabase, type OpenDatabaseOptions } from './db/open-database.js';
+export { migrate, type MigrateOptions } from './db/migrate.js';
+export {
+  createEventStore,
+  type EventStore,
+  type EventStoreOptions,
+  type AppendOptions,
+  type AppendResult,
+  type ReadStreamOptions,
+  type ReadAllOptions,
+  type ReaderDelay,
+} from './store/event-store.js';
+export { LOG_START, type NewEvent, type RecordedEvent, type EventMetadata, type LogCheckpoint } from './store/event.js';
+export type { Subscription, SubscribeOptions } from './store/subscribe.js';
+export { buildApp, type AppDeps } from './http/app.js';
+export { startServer, type RunningServer } from './server.js';

@@ -1,0 +1,100 @@
+/**
+ * The event store's statements for one schema. `s` is the schema, already validated and quoted.
+ *
+ * Appends are one statement each, so a single-event append costs one round trip and one
+ * commit. The stream row is the lock that orders appends to one stream; `tx_order` is raised to
+ * the stream's previous value so the global order never reverses a stream's versions.
+ */
+export function eventStoreSql(s: string) {
+  const txOrderNow = `pg_current_xact_id()::text::bigint + (select tx_order_offset from ${s}.store_settings)`;
+
+  const appendWith = (streamCte: string) => `
+with input as (
+  select * from unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])
+    with ordinality as input(id, type, data, metadata, occurred_at, n)
+), duplicate as (
+  select exists (select 1 from ${s}.events where id = any($2::uuid[])) as found
+), stream as (
+  ${streamCte}
+), appended as (
+  insert into ${s}.events (tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at)
+  select stream.tx_order, $1, stream.version - $7 + input.n, input.id, input.type, input.data, input.metadata, input.occurred_at
+  from stream, input
+  order by input.n
+  returning position
+)
+select (select found from duplicate) as duplicate,
+       (select version from stream) as stream_version,
+       (select array_agg(position order by position) from appended) as positions`;
+
+  return {
+    /** $1 stream, $2..$6 event columns, $7 batch size; $8 expected version (exact only). */
+    append: {
+      any: appendWith(`insert into ${s}.streams as s (stream_id, version, tx_order)
+    select $1, $7, ${txOrderNow} where not (select found from duplicate)
+    on conflict (stream_id) do update
+      set version = s.version + excluded.version, tx_order = greatest(s.tx_order, excluded.tx_order)
+    returning version, tx_order`),
+      noStream: appendWith(`insert into ${s}.streams (stream_id, version, tx_order)
+    select $1, $7, ${txOrderNow} where not (select found from duplicate)
+    on conflict (stream_id) do nothing
+    returning version, tx_order`),
+      exists: appendWith(`update ${s}.streams s
+    set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow})
+    where s.stream_id = $1 and not (select found from duplicate)
+    returning version, tx_order`),
+      exact: appendWith(`update ${s}.streams s
+    set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow})
+    where s.stream_id = $1 and s.version = $8 and not (select found from duplicate)
+    returning version, tx_order`),
+    },
+
+    streamVersion: `select version from ${s}.streams where stream_id = $1`,
+
+    eventsById: `select position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at
+      from ${s}.events where id = any($1::uuid[]) order by position`,
+
+    readStream: `select position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at
+      from ${s}.events
+      where stream_id = $1 and stream_version >= $2 and stream_version <= $3
+      order by stream_version
+      limit $4`,
+
+    /**
+     * Only rows whose transaction order is below the oldest transaction still running are
+     * read: those transactions have all ended, so nothing can appear behind the checkpoint.
+     */
+    readAll: `select position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at
+      from ${s}.events
+      where (tx_order, position) > ($1, $2)
+        and tx_order < (select pg_snapshot_xmin(pg_current_snapshot())::text::bigint + tx_order_offset from ${s}.store_settings)
+        and ($4::text[] is null or type = any($4::text[]))
+        and ($5::timestamptz is null or occurred_at >= $5)
+        and ($6::timestamptz is null or occurred_at < $6)
+      order by tx_order, position
+      limit $3`,
+
+    /** Committed events a reader cannot deliver yet, and what holds them back. */
+    readerDelay: `with frontier as (
+        select pg_snapshot_xmin(pg_current_snapshot())::text::bigint + tx_order_offset as tx_order from ${s}.store_settings
+      )
+      select (select count(*) from ${s}.events, frontier where events.tx_order >= frontier.tx_order) as held_back,
+             (select extract(epoch from now() - min(xact_start)) * 1000 from pg_stat_activity
+               where backend_xid is not null and pid <> pg_backend_pid()) as oldest_writer_ms,
+             (select extract(epoch from now() - min(prepared)) * 1000 from pg_prepared_xacts) as oldest_prepared_ms`,
+
+    /** Whether the log holds transaction orders this cluster has not reached: a restore elsewhere. */
+    rewound: `select coalesce(max(tx_order), 0) >= pg_snapshot_xmax(pg_current_snapshot())::text::bigint + (select tx_order_offset from ${s}.store_settings) as rewound
+      from ${s}.events`,
+
+    /** Moves the offset past every recorded order. Runs with appends locked out. */
+    rebase: [
+      `lock table ${s}.streams, ${s}.events in exclusive mode`,
+      `update ${s}.store_settings
+         set tx_order_offset = greatest(tx_order_offset, (select coalesce(max(tx_order), 0) from ${s}.events) + 1 - pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+       returning tx_order_offset`,
+    ],
+  } as const;
+}
+
+export type EventStoreSql = ReturnType<typeof eventStoreSql>;

@@ -1,0 +1,104 @@
+import type { Database } from '../db/database.js';
+import type { LogCheckpoint, RecordedEvent } from './event.js';
+
+export interface SubscribeOptions {
+  /** Events read per query. @defaultValue 500 */
+  batchSize?: number;
+  /** The polling backstop: the longest wait between reads when no notification arrives. @defaultValue 1000 */
+  pollIntervalMs?: number;
+  /** Called when a read fails; the subscription waits one poll interval and reads again. */
+  onReadError?: (err: unknown) => void;
+}
+
+/** A running subscription. */
+export interface Subscription {
+  /** The last event handled, or where the subscription started. */
+  readonly checkpoint: LogCheckpoint;
+  /** Stops after the event being handled; resolves when the loop has ended. */
+  stop(): Promise<void>;
+  /** Resolves when stopped; rejects with the handler's error if a handler throws (the loop stops there). */
+  readonly done: Promise<void>;
+}
+
+interface SubscribeArgs {
+  db: Database;
+  schema: string;
+  read: (after: LogCheckpoint, limit: number) => Promise<RecordedEvent[]>;
+  after: LogCheckpoint;
+  handler: (event: RecordedEvent) => Promise<void> | void;
+  options?: SubscribeOptions;
+}
+
+/** The channel appends notify on, one per schema. */
+export function eventsChannel(schema: string): string {
+  return `rastro_events_${schema}`;
+}
+
+/**
+ * Tails the log from a checkpoint: LISTEN/NOTIFY wakes it within milliseconds of a commit, and
+ * a poll every `pollIntervalMs` covers lost notifications and transactions that end without
+ * appending (they may release events held back behind them).
+ */
+export function subscribeToLog({ db, schema, read, after, handler, options = {} }: SubscribeArgs): Subscription {
+  const batchSize = options.batchSize ?? 500;
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  let checkpoint = after;
+  let stopped = false;
+  let notified = false;
+  let wake: (() => void) | undefined;
+
+  const signal = () => {
+    notified = true;
+    wake?.();
+  };
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (notified || stopped) return resolve();
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      }
+      wake = done;
+    });
+
+  async function loop(): Promise<void> {
+    const unlisten = await db.listen(eventsChannel(schema), signal);
+    try {
+      while (!stopped) {
+        notified = false;
+        let events: RecordedEvent[];
+        try {
+          events = await read(checkpoint, batchSize);
+        } catch (err) {
+          options.onReadError?.(err);
+          await sleep(pollIntervalMs);
+          continue;
+        }
+        for (const event of events) {
+          if (stopped) return;
+          await handler(event);
+          checkpoint = { txOrder: event.txOrder, position: event.position };
+        }
+        if (events.length < batchSize) await sleep(pollIntervalMs);
+      }
+    } finally {
+      await unlisten();
+    }
+  }
+
+  const done = loop();
+  done.catch(() => undefined);
+  return {
+    get checkpoint() {
+      return checkpoint;
+    },
+    async stop() {
+      stopped = true;
+      wake?.();
+      await done.catch(() => undefined);
+    },
+    done,
+  };
+}
