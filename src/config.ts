@@ -18,6 +18,12 @@ export interface RastroOptions {
   host?: string;
   /** @defaultValue `RASTRO_LOG_LEVEL`, else `info` */
   logLevel?: string;
+  /** Required for a non-loopback `host`. @defaultValue `RASTRO_API_KEY` */
+  apiKey?: string;
+  /** Account snapshot interval in events; 0 turns snapshots off. @defaultValue `RASTRO_SNAPSHOT_EVERY`, else 100 */
+  snapshotEvery?: number;
+  /** How long idempotency keys are kept, in seconds. @defaultValue `RASTRO_IDEMPOTENCY_TTL_SECONDS`, else 86400 */
+  idempotencyTtlSeconds?: number;
 }
 
 export interface RastroConfig {
@@ -29,9 +35,18 @@ export interface RastroConfig {
   readonly port: number;
   readonly host: string;
   readonly logLevel: string;
+  readonly apiKey: string | undefined;
+  readonly snapshotEvery: number;
+  readonly idempotencyTtlSeconds: number;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function parseCount(name: string, value: string | number, min: number): number {
+  const n = typeof value === 'number' ? value : /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < min) throw new ConfigError(`${name} must be an integer of at least ${min}, got ${JSON.stringify(value)}`);
+  return n;
+}
 
 function parsePort(value: string | number): number {
   const port = typeof value === 'number' ? value : /^\d+$/.test(value) ? Number(value) : NaN;
@@ -63,5 +78,8 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     port: parsePort(options.port ?? (env.PORT || 3000)),
     host: options.host ?? (env.HOST || '127.0.0.1'),
     logLevel,
+    apiKey: options.apiKey ?? (env.RASTRO_API_KEY || undefined),
+    snapshotEvery: parseCount('RASTRO_SNAPSHOT_EVERY', options.snapshotEvery ?? (env.RASTRO_SNAPSHOT_EVERY || 100), 0),
+    idempotencyTtlSeconds: parseCount('RASTRO_IDEMPOTENCY_TTL_SECONDS', options.idempotencyTtlSeconds ?? (env.RASTRO_IDEMPOTENCY_TTL_SECONDS || 86_400), 1),
   });
 }

@@ -108,3 +108,53 @@ export class ClosedError extends RastroError {
     super('RASTRO_CLOSED', `${what} is closed`);
   }
 }
+
+/** No account with that id. */
+export class AccountNotFoundError extends RastroError {
+  constructor(accountId: string) {
+    super('RASTRO_ACCOUNT_NOT_FOUND', `account ${JSON.stringify(accountId)} does not exist`);
+  }
+}
+
+/** A withdrawal above the balance replayed from the account's events. Nothing was written. */
+export class InsufficientFundsError extends RastroError {
+  readonly balance: number;
+  readonly amount: number;
+
+  constructor(balance: number, amount: number) {
+    super('RASTRO_INSUFFICIENT_FUNDS', `insufficient funds: the balance is ${balance}, the withdrawal ${amount}`);
+    this.balance = balance;
+    this.amount = amount;
+  }
+}
+
+/** The caller's If-Match names a version the resource is no longer at. Nothing was written. */
+export class PreconditionFailedError extends RastroError {
+  readonly actualVersion: number;
+
+  constructor(expected: string, actualVersion: number) {
+    super('RASTRO_PRECONDITION_FAILED', `If-Match ${expected} does not match the current version ${actualVersion}; read it again`);
+    this.actualVersion = actualVersion;
+  }
+}
+
+/** Another request with the same Idempotency-Key is still being processed. */
+export class IdempotencyKeyInFlightError extends RastroError {
+  constructor() {
+    super('RASTRO_IDEMPOTENCY_IN_FLIGHT', 'a request with this Idempotency-Key is still being processed; retry after it completes');
+  }
+}
+
+/** An Idempotency-Key was reused for a different request (method, path or body). */
+export class IdempotencyKeyReusedError extends RastroError {
+  constructor() {
+    super('RASTRO_IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used for a different request; use a new key for a new request');
+  }
+}
+
+/** The request has no valid `Authorization: Bearer <key>`. */
+export class UnauthorizedError extends RastroError {
+  constructor() {
+    super('RASTRO_UNAUTHORIZED', 'missing or wrong API key: send Authorization: Bearer <key>');
+  }
+}

@@ -1,38 +1,60 @@
 import { mkdir } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
+import { createAccountLedger, type AccountLedger } from './accounts/account-ledger.js';
 import { resolveConfig, type RastroConfig, type RastroOptions } from './config.js';
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open-database.js';
+import { ConfigError } from './errors.js';
 import { buildApp } from './http/app.js';
+import { createIdempotencyKeys, type IdempotencyKeys } from './http/idempotency-keys.js';
 import { createEventStore, type EventStore } from './store/event-store.js';
 
-export interface RunningServer {
-  url: string;
-  app: FastifyInstance;
+export interface Services {
   db: Database;
   store: EventStore;
-  config: RastroConfig;
-  close(): Promise<void>;
+  ledger: AccountLedger;
+  keys: IdempotencyKeys;
 }
 
-/** Opens the configured database (creating the PGlite folder if needed) and migrates it. */
-export async function openMigratedDatabase(config: RastroConfig): Promise<{ db: Database; store: EventStore }> {
+/** Wires the services of one rastro installation on a migrated database. */
+export function createServices(db: Database, config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'>): Services {
+  const store = createEventStore(db, { schema: config.schema });
+  return {
+    db,
+    store,
+    ledger: createAccountLedger(store, { snapshotEvery: config.snapshotEvery }),
+    keys: createIdempotencyKeys(db, { schema: config.schema, ttlMs: config.idempotencyTtlSeconds * 1000 }),
+  };
+}
+
+/** Opens the configured database (creating the PGlite folder if needed), migrates it, wires the services. */
+export async function openServices(config: RastroConfig): Promise<Services> {
   if (config.embedded && config.databaseUrl !== 'memory://') await mkdir(config.databaseUrl, { recursive: true });
   const db = await openDatabase({ url: config.databaseUrl });
   try {
     await migrate(db, { schema: config.schema });
-    const store = createEventStore(db, { schema: config.schema });
-    await store.assertTransactionIdsCurrent();
-    return { db, store };
+    const services = createServices(db, config);
+    await services.store.assertTransactionIdsCurrent();
+    return services;
   } catch (err) {
     await db.close();
     throw err;
   }
 }
 
+export interface RunningServer extends Services {
+  url: string;
+  app: FastifyInstance;
+  config: RastroConfig;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+const CLEANUP_INTERVAL_MS = 10 * 60 * 1000;
+
 /**
- * `rastro serve`: migrates, then listens.
+ * `rastro serve`: migrates, then listens. Refuses a non-loopback host without an API key.
  *
  * @example
  * ```ts
@@ -43,27 +65,36 @@ export async function openMigratedDatabase(config: RastroConfig): Promise<{ db: 
  */
 export async function startServer(options: RastroOptions = {}): Promise<RunningServer> {
   const config = resolveConfig(options);
-  const { db, store } = await openMigratedDatabase(config);
-  const app = await buildApp({ db, store, logger: config.logLevel === 'silent' ? false : { level: config.logLevel } });
+  if (!config.apiKey && !LOOPBACK.test(config.host)) {
+    throw new ConfigError(`refusing to listen on ${config.host} without RASTRO_API_KEY: set a key, or listen on 127.0.0.1`);
+  }
+  const services = await openServices(config);
+  const logger = config.logLevel === 'silent' ? false : { level: config.logLevel };
+  const app = await buildApp({ ...services, apiKey: config.apiKey, logger });
+  const cleanup = setInterval(() => {
+    services.keys.cleanup().catch((err: unknown) => app.log.warn({ error: { message: (err as Error).message } }, 'idempotency key cleanup failed'));
+  }, CLEANUP_INTERVAL_MS);
+  cleanup.unref();
   try {
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
+    clearInterval(cleanup);
     await app.close();
-    await db.close();
+    await services.db.close();
     throw err;
   }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return {
+    ...services,
     url: `http://${host}:${port}`,
     app,
-    db,
-    store,
     config,
     async close() {
+      clearInterval(cleanup);
       await app.close();
-      await db.close();
+      await services.db.close();
     },
   };
 }

@@ -2,7 +2,8 @@
 import { parseArgs } from 'node:util';
 import { resolveConfig } from '../config.js';
 import { RastroError } from '../errors.js';
-import { openMigratedDatabase, startServer } from '../server.js';
+import type { Services } from '../server.js';
+import { openServices, startServer } from '../server.js';
 
 const USAGE = `usage: rastro <command>
 
@@ -11,12 +12,17 @@ commands:
   migrate         apply pending migrations and exit
   store status    show what holds event readers back
   store rebase    after restoring a dump into another cluster: make new events sort after restored ones
+  snapshots rebuild    drop account snapshots and rebuild them from the events
+  idempotency cleanup  delete expired idempotency keys (serve also does this every 10 minutes)
 
 environment:
   DATABASE_URL      postgres:// URL; without it rastro uses embedded PGlite in RASTRO_DATA_DIR (./.rastro)
   RASTRO_SCHEMA     schema for rastro's tables (rastro)
   PORT, HOST        where serve listens (3000, 127.0.0.1)
-  RASTRO_LOG_LEVEL  fatal|error|warn|info|debug|trace|silent (info)`;
+  RASTRO_LOG_LEVEL  fatal|error|warn|info|debug|trace|silent (info)
+  RASTRO_API_KEY    bearer key for every route but /healthz; required for a non-loopback HOST
+  RASTRO_SNAPSHOT_EVERY           account snapshot interval in events, 0 = off (100)
+  RASTRO_IDEMPOTENCY_TTL_SECONDS  how long idempotency keys are kept (86400)`;
 
 async function serve(): Promise<void> {
   const server = await startServer();
@@ -31,8 +37,8 @@ async function serve(): Promise<void> {
   process.once('SIGTERM', shutdown);
 }
 
-async function withStore<T>(fn: (opened: Awaited<ReturnType<typeof openMigratedDatabase>>) => Promise<T>): Promise<T> {
-  const opened = await openMigratedDatabase(resolveConfig({ logLevel: 'silent' }));
+async function withServices<T>(fn: (services: Services) => Promise<T>): Promise<T> {
+  const opened = await openServices(resolveConfig({ logLevel: 'silent' }));
   try {
     return await fn(opened);
   } finally {
@@ -45,15 +51,25 @@ async function main(argv: string[]): Promise<void> {
   const [command, sub] = positionals;
   if (command === 'serve') return serve();
   if (command === 'migrate') {
-    await withStore(async () => undefined);
+    await withServices(async () => undefined);
     console.log('migrations applied');
     return;
   }
   if (command === 'store' && sub === 'status') {
-    const delay = await withStore(({ store }) => store.readerDelay());
+    const delay = await withServices(({ store }) => store.readerDelay());
     console.log(`events held back from readers: ${delay.heldBack}`);
     console.log(`oldest open writing transaction: ${delay.oldestWriterMs === null ? 'none' : `${delay.oldestWriterMs} ms`}`);
     console.log(`oldest prepared transaction: ${delay.oldestPreparedMs === null ? 'none' : `${delay.oldestPreparedMs} ms`}`);
+    return;
+  }
+  if (command === 'snapshots' && sub === 'rebuild') {
+    const { dropped, written } = await withServices(({ ledger }) => ledger.rebuildSnapshots());
+    console.log(`account snapshots: ${dropped} dropped, ${written} written from the events`);
+    return;
+  }
+  if (command === 'idempotency' && sub === 'cleanup') {
+    const removed = await withServices(({ keys }) => keys.cleanup());
+    console.log(`expired idempotency keys removed: ${removed}`);
     return;
   }
   if (command === 'store' && sub === 'rebase') {

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite } from '@electric-sql/pglite';
 import { assertChannelName, type Database, type QueryResult, type Transaction } from './database.js';
 import { toDatabaseError } from './database-error.js';
@@ -12,6 +13,19 @@ async function run<Row>(target: Pick<PGlite, 'query'>, text: string, values?: re
 }
 
 /**
+ * PGlite has one connection: a statement sent outside a transaction from inside that
+ * transaction's callback would wait for it forever. This marks the callback's async context so
+ * such a call fails at once, naming the mistake.
+ */
+const insideTransaction = new AsyncLocalStorage<boolean>();
+
+function refuseNestedUse(): void {
+  if (insideTransaction.getStore()) {
+    throw new Error('a statement was sent on the database from inside one of its transactions; send it on the transaction (tx) instead');
+  }
+}
+
+/**
  * A {@link Database} on embedded PGlite. `dataDir` is a folder to persist to, or `memory://`.
  * PGlite has one connection: transactions and queries take turns.
  */
@@ -21,18 +35,22 @@ export async function openPglite(dataDir: string): Promise<Database> {
   });
   return {
     kind: 'pglite',
-    query: (text, values) => run(pglite, text, values),
+    query: async (text, values) => {
+      refuseNestedUse();
+      return run(pglite, text, values);
+    },
     async transaction(fn) {
+      refuseNestedUse();
       try {
         return await pglite.transaction((tx) =>
-          fn({
+          insideTransaction.run(true, () => fn({
             query: (text, values) => run(tx, text, values),
             exec: async (script) => {
               await tx.exec(script).catch((err: unknown) => {
                 throw toDatabaseError(err);
               });
             },
-          } satisfies Transaction),
+          } satisfies Transaction)),
         );
       } catch (err) {
         throw toDatabaseError(err);

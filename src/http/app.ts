@@ -1,21 +1,46 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { AccountLedger } from '../accounts/account-ledger.js';
 import type { Database } from '../db/database.js';
 import type { EventStore } from '../store/event-store.js';
+import { accountRoutes } from './account-routes.js';
+import { bearerAuth } from './auth.js';
+import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
 
 export interface AppDeps {
   db: Database;
   store: EventStore;
-  /** A pino logger, or pino options. @defaultValue no logging */
-  logger?: boolean | { level: string };
+  ledger: AccountLedger;
+  keys: IdempotencyKeys;
+  /** When set, every route but /healthz needs `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** Fastify's logger option: false, or pino options such as `{ level: 'info' }`. @defaultValue false */
+  logger?: FastifyServerOptions['logger'];
 }
+
+const problemSchema = {
+  $id: 'problem',
+  type: 'object',
+  description: 'RFC 9457 problem details',
+  properties: {
+    type: { type: 'string' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    instance: { type: 'string' },
+    code: { type: 'string' },
+    field: { type: 'string' },
+  },
+} as const;
 
 /**
  * Builds the HTTP application without listening, so tests can `inject()` requests.
  *
  * @example
  * ```ts
- * const app = await buildApp({ db, store })
+ * const app = await buildApp({ db, store, ledger, keys })
  * const res = await app.inject({ method: 'GET', url: '/healthz' })
  * ```
  */
@@ -25,11 +50,34 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: 64 * 1024,
     requestIdHeader: 'x-request-id',
     genReqId: () => crypto.randomUUID(),
+    // Bodies are validated as sent: no coercion of "100" to 100, no silent removal of fields.
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    // Malformed URLs and headers Fastify rejects before routing still get a problem document.
+    frameworkErrors: (error, _request, reply) => sendProblem(reply, 400, error.message),
   });
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, `no route for ${request.method} ${request.url.split('?')[0]}`));
+  // JSON only: Fastify would otherwise accept text/plain bodies.
+  app.removeContentTypeParser('text/plain');
+  app.addHook('preValidation', async (request, reply) => {
+    if (request.method === 'POST' && !/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
+      return sendProblem(reply, 415, 'send the body as application/json', { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' });
+    }
+  });
+  if (deps.apiKey) app.addHook('onRequest', bearerAuth(deps.apiKey));
 
-  app.get('/healthz', async (_request, reply) => {
+  app.addSchema(problemSchema);
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'rastro', version: '0.1.0', description: 'Account ledger on an append-only event log.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: deps.apiKey ? [{ bearer: [] }] : [],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.get('/healthz', { schema: { summary: 'Liveness, database reachability and reader delay' } }, async (_request, reply) => {
     try {
       const delay = await deps.store.readerDelay();
       return { status: 'ok', database: deps.db.kind, readerDelay: delay };
@@ -37,5 +85,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return sendProblem(reply, 503, 'the database is not reachable');
     }
   });
+  await app.register(accountRoutes, { db: deps.db, ledger: deps.ledger, keys: deps.keys });
   return app;
 }

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ConcurrencyError, RastroError, ValidationError } from '../errors.js';
+import { RastroError } from '../errors.js';
 
 /** An RFC 9457 problem document. */
 export interface Problem {
@@ -8,6 +8,7 @@ export interface Problem {
   status: number;
   detail: string;
   instance: string;
+  code?: string;
   [extension: string]: unknown;
 }
 
@@ -25,29 +26,68 @@ const TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-export function sendProblem(reply: FastifyReply, status: number, detail: string, extensions: Record<string, unknown> = {}): FastifyReply {
-  const problem: Problem = {
-    type: 'about:blank',
-    title: TITLES[status] ?? 'Error',
-    status,
-    detail,
-    instance: reply.request.url.split('?')[0] ?? '/',
-    ...extensions,
-  };
-  return reply.code(status).type('application/problem+json').send(problem);
+/** The HTTP status of each rastro error code; the only place statuses are chosen. */
+const STATUS_BY_CODE: Record<string, number> = {
+  RASTRO_VALIDATION: 422,
+  RASTRO_INSUFFICIENT_FUNDS: 422,
+  RASTRO_EVENT_ID_CONFLICT: 422,
+  RASTRO_IDEMPOTENCY_KEY_REUSED: 422,
+  RASTRO_ACCOUNT_NOT_FOUND: 404,
+  RASTRO_CONCURRENCY: 409,
+  RASTRO_IDEMPOTENCY_IN_FLIGHT: 409,
+  RASTRO_PRECONDITION_FAILED: 412,
+  RASTRO_UNAUTHORIZED: 401,
+  RASTRO_TX_IDS_REWOUND: 503,
+};
+
+function problem(status: number, detail: string, url: string, extensions: Record<string, unknown> = {}): Problem {
+  return { type: 'about:blank', title: TITLES[status] ?? 'Error', status, detail, instance: url.split('?')[0] ?? '/', ...extensions };
 }
 
-/** Maps rastro errors and Fastify's request errors to problems; anything else is a 500 without internals. */
+/** The problem document for a rastro error a client can act on; undefined for server faults. */
+export function problemFor(err: RastroError, url: string): Problem | undefined {
+  const status = STATUS_BY_CODE[err.code];
+  if (status === undefined || status >= 500) return undefined;
+  const field = (err as { field?: unknown }).field;
+  return problem(status, err.message, url, field === undefined ? { code: err.code } : { code: err.code, field });
+}
+
+export function sendProblem(reply: FastifyReply, status: number, detail: string, extensions: Record<string, unknown> = {}): FastifyReply {
+  if (status === 401) reply.header('WWW-Authenticate', 'Bearer');
+  return reply.code(status).type('application/problem+json').send(problem(status, detail, reply.request.url, extensions));
+}
+
+/** Fastify's client errors that keep their status (malformed JSON, media type, body size). */
+const CLIENT_STATUSES = new Set([400, 404, 405, 413, 415]);
+
+/** Maps every error to a problem document; internals never reach the response. */
 export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (error instanceof ValidationError) return sendProblem(reply, 422, error.message, { code: error.code, field: error.field });
-  if (error instanceof ConcurrencyError) return sendProblem(reply, 409, error.message, { code: error.code });
-  if (error instanceof RastroError && error.code === 'RASTRO_EVENT_ID_CONFLICT') return sendProblem(reply, 422, error.message, { code: error.code });
-  const status = error.statusCode ?? 500;
-  if (status >= 400 && status < 500) {
-    // Fastify's own client errors (malformed JSON, wrong content type, body too large, schema).
-    const detail = error.validation ? `request ${error.message}` : error.message;
-    return sendProblem(reply, error.validation ? 422 : status, detail, { code: error.code });
+  if (error instanceof RastroError) {
+    const found = problemFor(error, request.url);
+    if (found) return sendProblem(reply, found.status, found.detail, { code: found.code, ...(found.field ? { field: found.field } : {}) });
+  } else if (error.validation) {
+    return sendProblem(reply, 422, `${error.validationContext ?? 'request'}${error.message.replace(/^(body|querystring|params|headers)/, '')}`, {
+      code: 'RASTRO_VALIDATION',
+    });
+  } else if (error.statusCode !== undefined && CLIENT_STATUSES.has(error.statusCode)) {
+    return sendProblem(reply, error.statusCode, clientMessage(error), { code: error.code });
   }
-  request.log.error({ err: { type: error.name, code: (error as { code?: string }).code, message: error.message } }, 'request failed');
-  return sendProblem(reply, 500, 'the server could not complete the request; it has been logged');
+  // Not under `err`: pino's error serializer would add the stack.
+  request.log.error({ error: { name: error.name, code: (error as { code?: unknown }).code, sqlState: (error as { sqlState?: unknown }).sqlState, message: error.message } }, 'request failed');
+  const status = error instanceof RastroError && error.code === 'RASTRO_TX_IDS_REWOUND' ? 503 : 500;
+  return sendProblem(reply, status, status === 503 ? error.message : 'the server could not complete the request; it has been logged');
+}
+
+function clientMessage(error: FastifyError): string {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'send the body as application/json';
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'the body is empty; send a JSON object';
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return 'the body is too large';
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    default:
+      return error.statusCode === 400 ? 'the body is not valid JSON' : error.message;
+  }
 }

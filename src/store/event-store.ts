@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../db/database-error.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { ConcurrencyError, EventIdConflictError, TransactionIdsRewoundError, ValidationError, type ExpectedVersion } from '../errors.js';
 import { LOG_START, toRecordedEvent, type EventRow, type LogCheckpoint, type NewEvent, type RecordedEvent } from './event.js';
+import { readStreamTail, saveSnapshot, snapshotSql, type Snapshot, type StreamTail } from './snapshots.js';
 import { eventStoreSql } from './sql.js';
 import { subscribeToLog, type Subscription, type SubscribeOptions } from './subscribe.js';
 import { prepareEvents, validateExpectedVersion, validateStreamId, type PreparedEvent } from './validate-append.js';
@@ -32,6 +33,8 @@ export interface ReadStreamOptions {
   fromVersion?: number;
   /** Inclusive. @defaultValue the stream's end */
   toVersion?: number;
+  /** Read inside the caller's transaction. */
+  tx?: Queryable;
 }
 
 export interface ReadAllOptions {
@@ -62,6 +65,14 @@ export interface EventStore {
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   subscribe(after: LogCheckpoint, handler: (event: RecordedEvent) => Promise<void> | void, options?: SubscribeOptions): Subscription;
+  /** The stream's latest snapshot and the events after it (all events when there is none). */
+  readStreamTail<State>(streamId: string, options?: { tx?: Queryable }): Promise<StreamTail<State>>;
+  /** Saves a snapshot unless a newer one is stored. Snapshots are derived: events stay the truth. */
+  saveSnapshot(streamId: string, snapshot: Snapshot<unknown>, options?: { tx?: Queryable }): Promise<void>;
+  /** Deletes the snapshots of every stream whose id starts with `prefix`; returns how many. */
+  dropSnapshots(prefix: string): Promise<number>;
+  /** Streams whose id starts with `prefix`, in id order, `limit` at a time after `afterStreamId`. */
+  listStreams(prefix: string, options?: { afterStreamId?: string; limit?: number }): Promise<{ streamId: string; version: number }[]>;
   /** The stream's version, 0 when it does not exist. */
   streamVersion(streamId: string, options?: { tx?: Queryable }): Promise<number>;
   readerDelay(): Promise<ReaderDelay>;
@@ -122,7 +133,9 @@ function validateTypes(types: unknown): string[] | null {
  */
 export function createEventStore(db: Database, options: EventStoreOptions = {}): EventStore {
   const schema = options.schema ?? 'rastro';
-  const sql = eventStoreSql(quoteSchema(schema));
+  const quoted = quoteSchema(schema);
+  const sql = eventStoreSql(quoted);
+  const snapshots = snapshotSql(quoted);
 
   async function streamVersion(streamId: string, target: Queryable = db): Promise<number> {
     const { rows } = await target.query<{ version: number }>(sql.streamVersion, [streamId]);
@@ -209,7 +222,7 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     validateStreamId(streamId);
     const from = validateVersion('fromVersion', options.fromVersion, 1);
     const to = validateVersion('toVersion', options.toVersion, Number.MAX_SAFE_INTEGER);
-    const { rows } = await db.query<EventRow>(sql.readStream, [streamId, from, to, null]);
+    const { rows } = await (options.tx ?? db).query<EventRow>(sql.readStream, [streamId, from, to, null]);
     return rows.map(toRecordedEvent);
   }
 
@@ -230,6 +243,15 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     subscribe: (after, handler, subscribeOptions) =>
       subscribeToLog({ db, schema, read: (from, limit) => readAll({ after: from, limit }), after: validateCheckpoint(after), handler, options: subscribeOptions }),
     streamVersion: (streamId, { tx } = {}) => streamVersion(validateStreamId(streamId), tx),
+    readStreamTail: (streamId, { tx } = {}) => readStreamTail(tx ?? db, snapshots, validateStreamId(streamId)),
+    saveSnapshot: (streamId, snapshot, { tx } = {}) => saveSnapshot(tx ?? db, snapshots, validateStreamId(streamId), snapshot),
+    async dropSnapshots(prefix) {
+      return (await db.query(snapshots.dropByPrefix, [prefix])).rowCount;
+    },
+    async listStreams(prefix, { afterStreamId = '', limit = 1000 } = {}) {
+      const { rows } = await db.query<{ stream_id: string; version: number }>(snapshots.streamsByPrefix, [prefix, afterStreamId, validateLimit(limit, 1000)]);
+      return rows.map((row) => ({ streamId: row.stream_id, version: row.version }));
+    },
     async readerDelay() {
       const { rows } = await db.query<{ held_back: number; oldest_writer_ms: number | null; oldest_prepared_ms: number | null }>(sql.readerDelay);
       const row = rows[0]!;

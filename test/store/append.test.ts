@@ -16,7 +16,9 @@ async function countEvents(store: EventStore): Promise<number> {
   return rows[0]!.n;
 }
 
-describe.each(backends())('append on $name', (backend) => {
+const all = backends();
+
+describe.each(all)('append on $name', (backend) => {
   it('appends a batch and returns the stream version and global positions', async () => {
     const store = await storeOn(backend);
     const first = await store.append('order-1', [paid(100), paid(200)], { expectedVersion: 'no-stream' });
@@ -164,5 +166,14 @@ describe.each(backends())('append on $name', (backend) => {
     expect(err).toMatchObject({ code: 'RASTRO_VALIDATION', field });
     expect((err as Error).message).toContain(field);
     expect(await countEvents(store)).toBe(0);
+  });
+});
+
+describe('the embedded database', () => {
+  it('fails at once, instead of hanging, when a transaction’s callback queries the database outside it', async () => {
+    const { db } = await freshSchema(all[0]!);
+    const err = await db.transaction(async () => db.query('select 1')).catch((e: unknown) => e);
+    expect((err as Error).message).toContain('send it on the transaction');
+    expect((await db.query<{ one: number }>('select 1 as one')).rows[0]!.one).toBe(1);
   });
 });

@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db/database.js';
+import { AccountNotFoundError, ConcurrencyError, InsufficientFundsError, PreconditionFailedError, ValidationError } from '../errors.js';
+import type { RecordedEvent } from '../store/event.js';
+import type { EventStore } from '../store/event-store.js';
+import {
+  ACCOUNT_DEPOSITED,
+  ACCOUNT_OPENED,
+  ACCOUNT_STREAM_PREFIX,
+  ACCOUNT_WITHDRAWN,
+  accountStreamId,
+  foldAccount,
+  MAX_AMOUNT,
+  MAX_OWNER_LENGTH,
+  type Account,
+  type AccountState,
+} from './account.js';
+
+export interface AccountLedgerOptions {
+  /** Write a snapshot every this many events; 0 turns snapshots off. @defaultValue 100 */
+  snapshotEvery?: number;
+  /** Attempts for a write that loses the race for the account's version. @defaultValue 20 */
+  maxAttempts?: number;
+}
+
+/** A deposit or withdrawal as the API shows it. */
+export interface Movement {
+  id: string;
+  type: string;
+  amount: number;
+  version: number;
+  occurredAt: string;
+}
+
+export interface WriteOptions {
+  /** Fail with PreconditionFailedError unless the account is at this version. */
+  ifVersion?: number;
+  tx?: Queryable;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export function validateAmount(amount: unknown): number {
+  if (typeof amount !== 'number' || !Number.isInteger(amount) || amount < 1 || amount > MAX_AMOUNT) {
+    throw new ValidationError('amount', `must be an integer from 1 to ${MAX_AMOUNT}`);
+  }
+  return amount;
+}
+
+export function validateOwner(owner: unknown): string {
+  if (typeof owner !== 'string' || owner.trim().length === 0 || owner.length > MAX_OWNER_LENGTH) {
+    throw new ValidationError('owner', `must be a non-empty string of at most ${MAX_OWNER_LENGTH} characters`);
+  }
+  return owner;
+}
+
+export function toMovement(event: RecordedEvent): Movement {
+  return {
+    id: event.id,
+    type: event.type,
+    amount: event.data.amount as number,
+    version: event.streamVersion,
+    occurredAt: event.occurredAt.toISOString(),
+  };
+}
+
+const jitter = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** attempt, 50)));
+
+/**
+ * Accounts whose balance is replayed from their events (from the latest snapshot on). Writes
+ * use the stream's expected version, so two withdrawals can never both spend the same money.
+ *
+ * @example
+ * ```ts
+ * const ledger = createAccountLedger(store)
+ * const account = await ledger.open('Ana')
+ * await ledger.deposit(account.id, 1_000)
+ * await ledger.withdraw(account.id, 300) // balance 700
+ * ```
+ */
+export function createAccountLedger(store: EventStore, options: AccountLedgerOptions = {}) {
+  const snapshotEvery = options.snapshotEvery ?? 100;
+  const maxAttempts = options.maxAttempts ?? 20;
+
+  async function get(accountId: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
+    if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
+    const { snapshot, events } = await store.readStreamTail<AccountState>(accountStreamId(accountId), { tx });
+    const account = foldAccount(accountId, snapshot, events);
+    if (!account) throw new AccountNotFoundError(accountId);
+    return account;
+  }
+
+  async function open(owner: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
+    validateOwner(owner);
+    const id = randomUUID();
+    await store.append(accountStreamId(id), [{ type: ACCOUNT_OPENED, data: { owner } }], { expectedVersion: 'no-stream', tx });
+    return get(id, { tx });
+  }
+
+  async function snapshotIfDue(account: Account, tx?: Queryable): Promise<void> {
+    if (snapshotEvery > 0 && account.version % snapshotEvery === 0) {
+      const { id, version, ...state } = account;
+      await store.saveSnapshot(accountStreamId(id), { version, state }, { tx });
+    }
+  }
+
+  async function move(accountId: string, type: string, amount: number, { ifVersion, tx }: WriteOptions): Promise<Movement> {
+    validateAmount(amount);
+    for (let attempt = 1; ; attempt++) {
+      const account = await get(accountId, { tx });
+      if (ifVersion !== undefined && account.version !== ifVersion) throw new PreconditionFailedError(`W/"${ifVersion}"`, account.version);
+      const delta = type === ACCOUNT_WITHDRAWN ? -amount : amount;
+      if (account.balance + delta < 0) throw new InsufficientFundsError(account.balance, amount);
+      if (!Number.isSafeInteger(account.balance + delta)) throw new ValidationError('amount', 'would take the balance past the largest safe integer');
+      const event = { id: randomUUID(), type, data: { amount }, occurredAt: new Date() };
+      try {
+        await store.append(accountStreamId(accountId), [event], { expectedVersion: account.version, tx });
+      } catch (err) {
+        if (!(err instanceof ConcurrencyError)) throw err;
+        if (ifVersion !== undefined) throw new PreconditionFailedError(`W/"${ifVersion}"`, err.actual);
+        if (attempt >= maxAttempts) throw err;
+        await jitter(attempt);
+        continue;
+      }
+      const after = { ...account, balance: account.balance + delta, version: account.version + 1 };
+      await snapshotIfDue(after, tx);
+      return { id: event.id, type, amount, version: after.version, occurredAt: event.occurredAt.toISOString() };
+    }
+  }
+
+  async function events(accountId: string, { after = 0, limit = 100 }: { after?: number; limit?: number } = {}): Promise<RecordedEvent[]> {
+    await get(accountId);
+    return store.readStream(accountStreamId(accountId), { fromVersion: after + 1, toVersion: after + limit });
+  }
+
+  /** Drops every account snapshot and writes one per account from its full history. */
+  async function rebuildSnapshots(): Promise<{ dropped: number; written: number }> {
+    const dropped = await store.dropSnapshots(ACCOUNT_STREAM_PREFIX);
+    let written = 0;
+    let afterStreamId = '';
+    for (;;) {
+      const streams = await store.listStreams(ACCOUNT_STREAM_PREFIX, { afterStreamId, limit: 500 });
+      if (streams.length === 0) break;
+      for (const { streamId } of streams) {
+        const accountId = streamId.slice(ACCOUNT_STREAM_PREFIX.length);
+        const account = foldAccount(accountId, null, await store.readStream(streamId));
+        if (!account || snapshotEvery === 0 || account.version < snapshotEvery) continue;
+        const { id, version, ...state } = account;
+        await store.saveSnapshot(streamId, { version, state });
+        written++;
+      }
+      afterStreamId = streams[streams.length - 1]!.streamId;
+    }
+    return { dropped, written };
+  }
+
+  return {
+    open,
+    get,
+    deposit: (accountId: string, amount: number, options: WriteOptions = {}) => move(accountId, ACCOUNT_DEPOSITED, amount, options),
+    withdraw: (accountId: string, amount: number, options: WriteOptions = {}) => move(accountId, ACCOUNT_WITHDRAWN, amount, options),
+    events,
+    rebuildSnapshots,
+  };
+}
+
+export type AccountLedger = ReturnType<typeof createAccountLedger>;
