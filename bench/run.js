@@ -32,8 +32,10 @@ async function runSection(section) {
   for (let run = 1; run <= RUNS; run += 1) {
     for (const contender of section.contenders) {
       const started = Date.now();
-      samples[contender.name].push(await runChild(contender, run));
-      console.error(`${section.name}: run ${run}/${RUNS} ${contender.name} done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      const results = await runChild(contender, run);
+      samples[contender.name].push(results);
+      const values = section.rows.map((row) => Math.round(results[row.key])).join(', ');
+      console.error(`${section.name}: run ${run}/${RUNS} ${contender.name} in ${((Date.now() - started) / 1000).toFixed(1)} s: ${values}`);
     }
   }
   const medians = {};

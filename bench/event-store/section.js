@@ -37,10 +37,15 @@ contender uses a pool of 10 connections and the same events (about 150 bytes of 
 Rows, in the order they run against one store:
 
 1. **${batch.size}-event batch append**: ${batch.warmupBatches} warm-up batches, then ${batch.batches.toLocaleString('en-US')} timed batches, each to a new stream, one client.
-2. **read**: ${read.warmupEvents.toLocaleString('en-US')} warm-up events, then the first ${read.events.toLocaleString('en-US')} events of the log in global order, ${read.pageSize.toLocaleString('en-US')} per page, after \`ANALYZE\` of the contender's tables.
+2. **read**: ${read.warmupEvents.toLocaleString('en-US')} warm-up events, then the first ${read.events.toLocaleString('en-US')} events of the log in global order, ${read.pageSize.toLocaleString('en-US')} per page, after \`ANALYZE\` of the contender's tables. Pages of 5,000 and 10,000 read no faster than 1,000.
 3. **single-event append**: every client owns ${single.streamsPerClient} streams, created by a
    warm-up; then for ${single.durationMs / 1000} s each client appends one event at a time to one of
    its streams chosen at random, with that stream's exact expected version. The 8-client row runs 8
    such loops on 8 pooled connections.
+
+The machine is a small VM whose fsync latency varies: single runs of the append rows differ by up
+to a third, which is why runs are interleaved and the median is kept. bench/run.js prints every
+run's values. \`BENCH_RUNS\`, \`BENCH_DURATION_MS\` and \`BENCH_PAGE_SIZE\` override the defaults
+(3 runs, 5 s, 1,000).
 `,
 };

@@ -4,7 +4,7 @@ import { opsPerSecond, secondsOf } from '../shared/measure.js';
 export const WORKLOAD = Object.freeze({
   batch: { size: 100, batches: 1000, warmupBatches: 20 },
   read: { events: 100_000, warmupEvents: 10_000, pageSize: Number(process.env.BENCH_PAGE_SIZE ?? 1000) },
-  single: { durationMs: Number(process.env.BENCH_DURATION_MS ?? 4000), streamsPerClient: 100 },
+  single: { durationMs: Number(process.env.BENCH_DURATION_MS ?? 5000), streamsPerClient: 100 },
 });
 
 /** A small order event, about 150 bytes of JSON. */
@@ -15,13 +15,6 @@ export function orderEvent(n) {
   };
 }
 
-/**
- * A contender adapts its store to this shape:
- * - `append(streamId, version, events)`: `version` is the stream's current version, 0 for a new
- *   stream, used as the expected version;
- * - `readPage(after, limit)` returns `{ count, after }`, `after` being null at the start;
- * - `analyze()` refreshes planner statistics of its tables, `close()` ends its connections.
- */
 async function batchAppend(store) {
   const { size, batches, warmupBatches } = WORKLOAD.batch;
   const batch = (b) => Array.from({ length: size }, (_, i) => orderEvent(b * size + i));
@@ -67,7 +60,15 @@ async function singleAppend(store, clients, prefix) {
   return opsPerSecond({ clients, durationMs, op: (client) => appendTo(client, Math.floor(Math.random() * streamsPerClient)) });
 }
 
-/** Runs every event-store scenario on one contender and returns `{ rowKey: value }`. */
+/**
+ * A contender adapts its store to this shape:
+ * - `append(streamId, version, events)`: `version` is the stream's current version, 0 for a new
+ *   stream, used as the expected version;
+ * - `readPage(after, limit)` returns `{ count, after }`, `after` being null at the start;
+ * - `analyze()` refreshes planner statistics of its tables, `close()` ends its connections.
+ *
+ * Runs every event-store scenario on one such store, closes it, and returns `{ rowKey: value }`.
+ */
 export async function runEventStoreWorkload(store) {
   try {
     const batch = await batchAppend(store);

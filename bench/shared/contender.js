@@ -12,7 +12,16 @@ export async function runContender(measure) {
     await new Promise((resolve, reject) => process.send({ results }, (err) => (err ? reject(err) : resolve())));
     process.disconnect();
   } catch (err) {
-    console.error(err);
+    console.error(describeError(err));
     process.exitCode = 1;
   }
+}
+
+/** The stack and causes only: drivers attach whole connection objects to their errors. */
+function describeError(err) {
+  const lines = [];
+  for (let current = err; current; current = current.cause) {
+    lines.push(current instanceof Error ? `${current.stack}${current.code ? ` (code ${current.code})` : ''}` : String(current));
+  }
+  return lines.join('\ncaused by: ');
 }

@@ -9,12 +9,26 @@ export interface QueryResult<Row> {
  * that write accept a `Queryable`, so a service can put rastro's rows in its own transaction.
  */
 export interface Queryable {
-  query<Row = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<QueryResult<Row>>;
+  /**
+   * Runs one statement. `prepare: true` asks the server to keep the statement's plan on the
+   * connection (a named prepared statement); use it for hot statements whose plan does not
+   * depend on the values. Adapters without prepared statements ignore it.
+   */
+  query<Row = Record<string, unknown>>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>>;
+}
+
+export interface QueryOptions {
+  prepare?: boolean;
 }
 
 /** An open transaction. `exec` runs a script of several statements without parameters. */
 export interface Transaction extends Queryable {
   exec(script: string): Promise<void>;
+}
+
+/** A dedicated connection. */
+export interface Session extends Queryable {
+  release(): Promise<void>;
 }
 
 /**
@@ -35,6 +49,11 @@ export interface Database extends Queryable {
    * function is called. Notifications are a wake-up hint: one may be lost on a reconnect.
    */
   listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * A connection of its own, for session state such as advisory locks; release it when done.
+   * PGlite has one connection: its session is the database itself.
+   */
+  connect(): Promise<Session>;
   close(): Promise<void>;
   /** `postgres` for a server, `pglite` for the embedded database. */
   readonly kind: 'postgres' | 'pglite';

@@ -63,6 +63,15 @@ export async function openPglite(dataDir: string): Promise<Database> {
         if (!pglite.closed) await unlisten();
       };
     },
+    async connect() {
+      return {
+        query: async (text, values) => {
+          refuseNestedUse();
+          return run(pglite, text, values);
+        },
+        release: async () => undefined,
+      };
+    },
     async close() {
       if (!pglite.closed) await pglite.close();
     },

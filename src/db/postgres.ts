@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { assertChannelName, type Database, type QueryResult, type Transaction } from './database.js';
+import { assertChannelName, type Database, type QueryOptions, type QueryResult, type Transaction } from './database.js';
 import { toDatabaseError } from './database-error.js';
 
 const INT8_OID = 20;
@@ -36,9 +37,22 @@ export interface PostgresOptions {
   onError?: (err: Error) => void;
 }
 
-async function run<Row>(client: pg.Pool | pg.PoolClient, text: string, values?: readonly unknown[]): Promise<QueryResult<Row>> {
+const statementNames = new Map<string, string>();
+
+/** A stable name per statement text, so each connection prepares it once. */
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = `rastro_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+async function run<Row>(client: pg.Pool | pg.PoolClient, text: string, values?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> {
   try {
-    const result = await client.query(text, values as unknown[] | undefined);
+    const config = { text, values: values as unknown[] | undefined, ...(options?.prepare ? { name: statementName(text) } : {}) };
+    const result = await client.query(config);
     return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
   } catch (err) {
     throw toDatabaseError(err);
@@ -53,13 +67,13 @@ export function openPostgres(options: PostgresOptions): Database {
 
   return {
     kind: 'postgres',
-    query: (text, values) => run(pool, text, values),
+    query: (text, values, options) => run(pool, text, values, options),
     async transaction(fn) {
       const client = await pool.connect().catch((err: unknown) => {
         throw toDatabaseError(err);
       });
       const tx: Transaction = {
-        query: (text, values) => run(client, text, values),
+        query: (text, values, options) => run(client, text, values, options),
         exec: async (script) => {
           await run(client, script);
         },
@@ -81,6 +95,16 @@ export function openPostgres(options: PostgresOptions): Database {
       }
     },
     listen: (channel, fn) => listener.listen(channel, fn),
+    async connect() {
+      const client = await pool.connect().catch((err: unknown) => {
+        throw toDatabaseError(err);
+      });
+      return {
+        query: (text, values, options) => run(client, text, values, options),
+        // Destroy rather than return it: session locks must not outlive the session.
+        release: async () => client.release(true),
+      };
+    },
     async close() {
       await listener.close();
       await pool.end();

@@ -6,7 +6,8 @@ import { ConcurrencyError, EventIdConflictError, TransactionIdsRewoundError, Val
 import { LOG_START, toRecordedEvent, type EventRow, type LogCheckpoint, type NewEvent, type RecordedEvent } from './event.js';
 import { readStreamTail, saveSnapshot, snapshotSql, type Snapshot, type StreamTail } from './snapshots.js';
 import { eventStoreSql } from './sql.js';
-import { subscribeToLog, type Subscription, type SubscribeOptions } from './subscribe.js';
+import { createAppendNotifier } from './append-notifier.js';
+import { eventsChannel, subscribeToLog, type Subscription, type SubscribeOptions } from './subscribe.js';
 import { prepareEvents, validateExpectedVersion, validateStreamId, type PreparedEvent } from './validate-append.js';
 
 export interface EventStoreOptions {
@@ -136,9 +137,10 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
   const quoted = quoteSchema(schema);
   const sql = eventStoreSql(quoted);
   const snapshots = snapshotSql(quoted);
+  const notifier = createAppendNotifier(db, eventsChannel(schema));
 
   async function streamVersion(streamId: string, target: Queryable = db): Promise<number> {
-    const { rows } = await target.query<{ version: number }>(sql.streamVersion, [streamId]);
+    const { rows } = await target.query<{ version: number }>(sql.streamVersion, [streamId], { prepare: true });
     return rows[0]?.version ?? 0;
   }
 
@@ -151,7 +153,9 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
 
   async function runAppend(target: Queryable, streamId: string, events: PreparedEvent[], expected: ExpectedVersion) {
     const { text, extra } = appendText(expected);
-    const { rows } = await target.query<{ duplicate: boolean; stream_version: number | null; positions: number[] | null }>(text, [
+    const { rows } = await target.query<{ duplicate: boolean; stream_version: number | null; positions: number[] | null }>(
+      text,
+      [
       streamId,
       events.map((event) => event.id),
       events.map((event) => event.type),
@@ -160,7 +164,9 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
       events.map((event) => event.occurredAt),
       events.length,
       ...extra,
-    ]);
+      ],
+      { prepare: true },
+    );
     return rows[0]!;
   }
 
@@ -205,11 +211,16 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     const expected = validateExpectedVersion(options.expectedVersion ?? 'any');
     const prepared = prepareEvents(events);
     const { tx } = options;
-    if (!tx) return appendIn(db, streamId, prepared, expected);
+    if (!tx) {
+      const result = await appendIn(db, streamId, prepared, expected);
+      notifier.appended();
+      return result;
+    }
     // In the caller's transaction a failed statement would abort all of its work: contain it.
     await tx.query('savepoint rastro_append');
     try {
       const result = await appendIn(tx, streamId, prepared, expected);
+      await notifier.appendedIn(tx);
       await tx.query('release savepoint rastro_append');
       return result;
     } catch (err) {
@@ -222,7 +233,7 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     validateStreamId(streamId);
     const from = validateVersion('fromVersion', options.fromVersion, 1);
     const to = validateVersion('toVersion', options.toVersion, Number.MAX_SAFE_INTEGER);
-    const { rows } = await (options.tx ?? db).query<EventRow>(sql.readStream, [streamId, from, to, null]);
+    const { rows } = await (options.tx ?? db).query<EventRow>(sql.readStream, [streamId, from, to, null], { prepare: true });
     return rows.map(toRecordedEvent);
   }
 

@@ -37,7 +37,7 @@ export function snapshotSql(s: string) {
 export type SnapshotSql = ReturnType<typeof snapshotSql>;
 
 export async function readStreamTail<State>(target: Queryable, sql: SnapshotSql, streamId: string): Promise<StreamTail<State>> {
-  const { rows } = await target.query<EventRow & { kind: number }>(sql.tail, [streamId]);
+  const { rows } = await target.query<EventRow & { kind: number }>(sql.tail, [streamId], { prepare: true });
   const first = rows[0];
   const snapshot = first?.kind === 0 ? { version: first.stream_version, state: first.data as State } : null;
   return { snapshot, events: (snapshot ? rows.slice(1) : rows).map(toRecordedEvent) };

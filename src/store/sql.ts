@@ -5,6 +5,11 @@
  * commit. The stream row is the lock that orders appends to one stream; `tx_order` is raised to
  * the stream's previous value so the global order never reverses a stream's versions.
  */
+/** The lowest transaction order a reader must not pass: the oldest running transaction's. */
+export function frontierSql(s: string): string {
+  return `(select pg_snapshot_xmin(pg_current_snapshot())::text::bigint + tx_order_offset from ${s}.store_settings)`;
+}
+
 export function eventStoreSql(s: string) {
   const txOrderNow = `pg_current_xact_id()::text::bigint + (select tx_order_offset from ${s}.store_settings)`;
 
@@ -67,7 +72,7 @@ select (select found from duplicate) as duplicate,
     readAll: `select position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at
       from ${s}.events
       where (tx_order, position) > ($1, $2)
-        and tx_order < (select pg_snapshot_xmin(pg_current_snapshot())::text::bigint + tx_order_offset from ${s}.store_settings)
+        and tx_order < ${frontierSql(s)}
         and ($4::text[] is null or type = any($4::text[]))
         and ($5::timestamptz is null or occurred_at >= $5)
         and ($6::timestamptz is null or occurred_at < $6)
