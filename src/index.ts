@@ -28,3 +28,19 @@ export { LOG_START, type NewEvent, type RecordedEvent, type EventMetadata, type 
 export type { Subscription, SubscribeOptions } from './store/subscribe.js';
 export { buildApp, type AppDeps } from './http/app.js';
 export { startServer, type RunningServer } from './server.js';
+export {
+  defineProcessor,
+  effectKey,
+  EffectNotAttemptedError,
+  type Processor,
+  type EventHandler,
+  type HandlerContext,
+  type EffectOutcome,
+  type UpsertGuard,
+} from './processing/processor.js';
+export { validatePolicy, type EffectPolicy, type EffectRule } from './processing/policy.js';
+export { runLive, type LiveOptions, type LiveRunner } from './processing/live-runner.js';
+export { runReplay, type ReplayOptions, type RunSummary } from './processing/replay-runner.js';
+export { effectLedger, EffectStateError, type EffectRecord } from './processing/effect-admin.js';
+export { parkedEvents, type ParkedEvent } from './processing/parking.js';
+export { runDiff, type DiffRow } from './processing/run-diff.js';

@@ -1,0 +1,33 @@
+import { defineProcessor, type Processor } from '../processing/processor.js';
+
+export const ORDER_PAID = 'order.paid';
+export const NOTIFY_SELLER = 'notify-seller';
+
+/** commission = round(amountCents × percent / 100). The deployed bug divided by 1,000. */
+export function commissionCents(amountCents: number, percent: number, divisor = 100): number {
+  if (!Number.isInteger(amountCents) || typeof percent !== 'number') throw new Error('invalid order.paid payload');
+  return Math.round((amountCents * percent) / divisor);
+}
+
+export interface Notifier {
+  notify(notification: { orderId: string; commissionCents: number }, idempotencyKey: string): Promise<unknown>;
+}
+
+/**
+ * The story's processor: on `order.paid` ({ orderId, amountCents, percent }, stream version =
+ * the order's version) it writes the commission with a version guard and notifies the seller.
+ * `divisor: 1000` is the bug that went to production.
+ */
+export function commissionProcessor(notifier: Notifier, { divisor = 100 }: { divisor?: number } = {}): Processor {
+  return defineProcessor({
+    name: 'commissions',
+    handlers: {
+      [ORDER_PAID]: async (event, ctx) => {
+        const { orderId, amountCents, percent } = event.data as { orderId: string; amountCents: number; percent: number };
+        const cents = commissionCents(amountCents, percent, divisor);
+        await ctx.upsert('commission', orderId, { orderId, commissionCents: cents }, { version: event.streamVersion });
+        await ctx.effect(NOTIFY_SELLER, (key) => notifier.notify({ orderId, commissionCents: cents }, key));
+      },
+    },
+  });
+}

@@ -1,0 +1,97 @@
+import { EffectNotAttemptedError, effectKey, type EffectOutcome } from './processor.js';
+import type { EffectRule } from './policy.js';
+import type { Counters, RunContext } from './run-context.js';
+
+/** An effect a handler asked for, waiting for its batch's reservation round. */
+export interface EffectRequest {
+  eventId: string;
+  effectType: string;
+  rule: EffectRule;
+  call: (idempotencyKey: string) => Promise<unknown>;
+  settle: (outcome: { ok: EffectOutcome } | { error: unknown }) => void;
+}
+
+/** Outcomes of calls made, written with the batch's state (or on their own if it rolls back). */
+export interface EffectOutcomes {
+  done: { key: string; result: string }[];
+  uncertain: { key: string; error: string }[];
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/**
+ * One round of effects: reserve them all in one committed statement, then call the providers of
+ * the reservations this run won. The intent is on disk before any call is made.
+ */
+export async function runEffectRound(run: RunContext, requests: EffectRequest[], counters: Counters, outcomes: EffectOutcomes): Promise<void> {
+  const keys = requests.map((request) => effectKey(request.eventId, request.effectType));
+  if (run.simulate) {
+    const { rows } = await run.db.query<{ key: string }>(run.sql.existingEffects, [keys]);
+    const recorded = new Set(rows.map((row) => row.key));
+    requests.forEach((request, i) => {
+      const status = recorded.has(keys[i]!) ? 'already-recorded' : 'would-apply';
+      counters.add(status);
+      request.settle({ ok: { status } });
+    });
+    return;
+  }
+  const { rows } = await run.db.query<{ key: string }>(run.sql.reserve, [
+    keys,
+    requests.map((request) => request.eventId),
+    requests.map((request) => request.effectType),
+    requests.map((request) => request.rule.onFailure),
+    run.runId,
+    run.ownerToken,
+    run.leaseMs,
+  ]);
+  const reserved = new Set(rows.map((row) => row.key));
+  const calls: { request: EffectRequest; key: string }[] = [];
+  requests.forEach((request, i) => {
+    const key = keys[i]!;
+    if (reserved.has(key)) calls.push({ request, key });
+    else {
+      counters.add('already-recorded');
+      request.settle({ ok: { status: 'already-recorded' } });
+    }
+  });
+  await inParallel(calls, run.effectConcurrency, async ({ request, key }) => {
+    let result: unknown;
+    try {
+      result = await request.call(key);
+    } catch (err) {
+      if (request.rule.onFailure === 'release' || err instanceof EffectNotAttemptedError) {
+        await run.db.query(run.sql.release, [key, run.ownerToken]);
+        counters.add('released-after-failure');
+        request.settle({ error: err });
+      } else {
+        outcomes.uncertain.push({ key, error: message(err).slice(0, 2000) });
+        counters.add('uncertain');
+        request.settle({ ok: { status: 'uncertain', error: message(err) } });
+      }
+      return;
+    }
+    outcomes.done.push({ key, result: JSON.stringify(result ?? null) });
+    counters.add('applied');
+    request.settle({ ok: { status: 'applied', result } });
+  });
+}
+
+/** Records the outcomes of calls made, on `target` (the batch's transaction, or the database). */
+export async function recordEffectOutcomes(run: RunContext, target: { query: RunContext['db']['query'] }, outcomes: EffectOutcomes): Promise<void> {
+  if (outcomes.done.length > 0) {
+    await target.query(run.sql.completeEffects, [outcomes.done.map((o) => o.key), outcomes.done.map((o) => o.result), run.ownerToken]);
+  }
+  if (outcomes.uncertain.length > 0) {
+    await target.query(run.sql.markUncertain, [outcomes.uncertain.map((o) => o.key), outcomes.uncertain.map((o) => o.error), run.ownerToken]);
+  }
+}

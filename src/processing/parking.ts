@@ -1,0 +1,100 @@
+import { quoteSchema } from '../db/schema-name.js';
+import { ValidationError } from '../errors.js';
+import type { EventStore } from '../store/event-store.js';
+import { validatePolicy } from './policy.js';
+import type { Processor } from './processor.js';
+import { processEvents } from './process-events.js';
+import { openRunnerSession } from './runner-session.js';
+import type { RunContext } from './run-context.js';
+import { processingSql } from './sql.js';
+import { toRecordedEvent, type EventRow } from '../store/event.js';
+
+export interface ParkedEvent {
+  processor: string;
+  runId: string;
+  eventId: string;
+  streamId: string;
+  position: number;
+  reason: 'failed' | 'waiting';
+  error: string | null;
+  parkedAt: Date;
+}
+
+interface ParkedRow {
+  processor: string;
+  run_id: string;
+  event_id: string;
+  stream_id: string;
+  position: number;
+  reason: ParkedEvent['reason'];
+  error: string | null;
+  parked_at: Date;
+}
+
+/**
+ * Events a run could not handle, and the later events of their streams waiting behind them.
+ *
+ * @example
+ * ```ts
+ * const parked = parkedEvents(store)
+ * await parked.retry(processor, eventId) // runs the stream's parked events again, in order
+ * ```
+ */
+export function parkedEvents(store: EventStore) {
+  const sql = processingSql(quoteSchema(store.schema));
+  const db = store.db;
+
+  async function find(eventId: string): Promise<{ processor: string; run_id: string; stream_id: string }> {
+    const { rows } = await db.query<{ processor: string; run_id: string; stream_id: string }>(sql.parkedEvent, [eventId]);
+    if (!rows[0]) throw new ValidationError('eventId', `no parked event ${eventId}`);
+    return rows[0];
+  }
+
+  /** Runs the stream's parked events again in order; stops at the first that fails again. */
+  async function retryStream(processor: Processor, runId: string, streamId: string): Promise<{ handled: number; stillParked: number }> {
+    const { rows: runs } = await db.query<{ mode: 'live' | 'replay'; simulate: boolean; policy: unknown }>(sql.getRun, [runId]);
+    const info = runs[0];
+    if (!info) throw new ValidationError('runId', `no run ${runId}`);
+    const ids = (await db.query<{ event_id: string }>(sql.parkedOfStream, [runId, streamId])).rows.map((row) => row.event_id);
+    const events = (await db.query<EventRow>(sql.eventsByIds, [ids])).rows.map(toRecordedEvent);
+    const runner = await openRunnerSession(db, sql);
+    const run: RunContext = {
+      db, sql, processor, runId, mode: info.mode, simulate: info.simulate, policy: validatePolicy(info.policy),
+      ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8,
+    };
+    let handled = 0;
+    try {
+      for (const event of events) {
+        // Lift the block for this event only; a new failure parks it again in the same transaction.
+        await db.query(sql.unpark, [runId, event.id]);
+        const counters = await processEvents(run, [event], async () => undefined, { retryingParked: true });
+        if (counters.get('parked') > 0) break;
+        handled++;
+      }
+    } finally {
+      await runner.close();
+    }
+    return { handled, stillParked: events.length - handled };
+  }
+
+  return {
+    async list(options: { runId?: string; limit?: number } = {}): Promise<ParkedEvent[]> {
+      const { rows } = await db.query<ParkedRow>(sql.listParked, [options.runId ?? null, options.limit ?? 1000]);
+      return rows.map((row) => ({
+        processor: row.processor, runId: row.run_id, eventId: row.event_id, streamId: row.stream_id,
+        position: Number(row.position), reason: row.reason, error: row.error, parkedAt: row.parked_at,
+      }));
+    },
+    /** Retries the parked event's stream from its first parked event. */
+    async retry(processor: Processor, eventId: string) {
+      const parked = await find(eventId);
+      return retryStream(processor, parked.run_id, parked.stream_id);
+    },
+    /** Gives up on one event (it is never handled), then retries the rest of its stream. */
+    async skip(processor: Processor, eventId: string) {
+      const parked = await find(eventId);
+      await db.query(sql.unpark, [parked.run_id, eventId]);
+      return retryStream(processor, parked.run_id, parked.stream_id);
+    },
+  };
+}

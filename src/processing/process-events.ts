@@ -1,0 +1,50 @@
+import type { Queryable } from '../db/database.js';
+import type { RecordedEvent } from '../store/event.js';
+import { Batch, BatchNeedsSplitting } from './batch.js';
+import { Counters, type CounterName, type RunContext } from './run-context.js';
+
+/** Writes where the run resumes, inside the batch's transaction. */
+export type SaveCheckpoint = (tx: Queryable, last: RecordedEvent) => Promise<void>;
+
+async function blockedStreams(run: RunContext, events: RecordedEvent[]): Promise<Set<string>> {
+  const streams = [...new Set(events.map((event) => event.streamId))];
+  const { rows } = await run.db.query<{ stream_id: string }>(run.sql.blockedStreams, [run.runId, streams]);
+  return new Set(rows.map((row) => row.stream_id));
+}
+
+function merge(into: Counters, from: Counters): void {
+  for (const [name, value] of from.entries()) into.add(name as CounterName, value);
+}
+
+/** Parks an event whose handler failed inside its own transaction, and moves past it. */
+async function parkAlone(run: RunContext, event: RecordedEvent, failure: unknown, save: SaveCheckpoint): Promise<Counters> {
+  const counters = new Counters();
+  counters.add('events');
+  counters.add('parked');
+  const error = (failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure)).slice(0, 2000);
+  await run.db.transaction(async (tx) => {
+    await tx.query(run.sql.parkMany, [run.processor.name, run.runId, [event.id], [event.streamId], [event.position], ['failed'], [error]]);
+    const entries = counters.entries();
+    await tx.query(run.sql.addCounters, [run.runId, entries.map(([name]) => name), entries.map(([, value]) => value)]);
+    await save(tx, event);
+  });
+  return counters;
+}
+
+/**
+ * Processes events as one batch; if a handler failed after its SQL ran in the batch's
+ * transaction, processes them again one at a time so only that event is parked.
+ */
+export async function processEvents(run: RunContext, events: RecordedEvent[], save: SaveCheckpoint, options: { retryingParked?: boolean } = {}): Promise<Counters> {
+  if (events.length === 0) return new Counters();
+  try {
+    const blocked = options.retryingParked ? new Set<string>() : await blockedStreams(run, events);
+    return await new Batch(run, events, blocked).execute({ saveCheckpoint: save });
+  } catch (err) {
+    if (!(err instanceof BatchNeedsSplitting)) throw err;
+    if (events.length === 1) return parkAlone(run, events[0]!, err.failure, save);
+  }
+  const total = new Counters();
+  for (const event of events) merge(total, await processEvents(run, [event], save, options));
+  return total;
+}

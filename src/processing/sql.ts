@@ -1,0 +1,136 @@
+import { frontierSql } from '../store/sql.js';
+
+/** Advisory-lock class ids: runner liveness tokens, and partition leases of live runs. */
+export const RUNNER_LOCK_CLASS = 1918989172;
+export const PARTITION_LOCK_CLASS = 1918989173;
+
+const EVENT_COLUMNS = 'position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at';
+
+/** Processing statements for one schema (`s` validated and quoted). */
+export function processingSql(s: string) {
+  return {
+    /**
+     * The next events for a run, with the store's no-skip rule. $1/$2 checkpoint, $3 limit,
+     * $4 types, $5/$6 occurredAt window, $7/$8 position range, $9 partition count, $10 partitions.
+     */
+    readBatch: `select ${EVENT_COLUMNS},
+        case when $10::int[] is null then 0 else mod(hashtext(stream_id)::bigint + 2147483648, $9)::int end as partition
+      from ${s}.events
+      where (tx_order, position) > ($1, $2)
+        and tx_order < ${frontierSql(s)}
+        and type = any($4::text[])
+        and ($5::timestamptz is null or occurred_at >= $5)
+        and ($6::timestamptz is null or occurred_at < $6)
+        and ($7::bigint is null or position >= $7)
+        and ($8::bigint is null or position <= $8)
+        and ($10::int[] is null or mod(hashtext(stream_id)::bigint + 2147483648, $9) = any($10::int[]))
+      order by tx_order, position
+      limit $3`,
+    /** Events of the run's range a reader cannot see yet: the run is not finished while any remain. */
+    heldBack: `select exists (select 1 from ${s}.events
+      where tx_order >= ${frontierSql(s)} and type = any($1::text[])
+        and ($2::timestamptz is null or occurred_at >= $2) and ($3::timestamptz is null or occurred_at < $3)
+        and ($4::bigint is null or position >= $4) and ($5::bigint is null or position <= $5)) as held`,
+    countRange: `select count(*)::bigint as n from ${s}.events
+      where type = any($1::text[])
+        and ($2::timestamptz is null or occurred_at >= $2) and ($3::timestamptz is null or occurred_at < $3)
+        and ($4::bigint is null or position >= $4) and ($5::bigint is null or position <= $5)`,
+    eventsByIds: `select ${EVENT_COLUMNS} from ${s}.events where id = any($1::uuid[]) order by tx_order, position`,
+
+    startRun: `insert into ${s}.processor_runs (run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events)
+      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+      on conflict (run_id) do update set updated_at = now(), policy = excluded.policy, status = case when ${s}.processor_runs.status = 'completed' then 'completed' else 'running' end
+      returning processor, mode, simulate, window_from, window_to, from_position, to_position, status`,
+    getRun: `select run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events, status, started_at, updated_at
+      from ${s}.processor_runs where run_id = $1`,
+    completeRun: `update ${s}.processor_runs set status = 'completed', updated_at = now() where run_id = $1`,
+    checkpoints: `select partition, tx_order, position from ${s}.processor_checkpoints where run_id = $1 and partition = any($2::int[])`,
+    saveCheckpoints: `insert into ${s}.processor_checkpoints (run_id, partition, tx_order, position)
+      select $1, unnest($2::int[]), $3, $4
+      on conflict (run_id, partition) do update set tx_order = excluded.tx_order, position = excluded.position, updated_at = now()
+      where (${s}.processor_checkpoints.tx_order, ${s}.processor_checkpoints.position) < (excluded.tx_order, excluded.position)`,
+    addCounters: `insert into ${s}.run_counters (run_id, name, value) select $1, unnest($2::text[]), unnest($3::bigint[])
+      on conflict (run_id, name) do update set value = ${s}.run_counters.value + excluded.value`,
+    counters: `select name, value from ${s}.run_counters where run_id = $1 order by name`,
+
+    /** Current rows for the keys a batch writes: ($1 projections, $2 keys). */
+    probe: `select p.projection, p.key, p.doc, p.version, p.observed_at
+      from unnest($1::text[], $2::text[]) as k(projection, key)
+      join ${s}.projections p on p.projection = k.projection and p.key = k.key`,
+    /** Guarded upsert of many rows; returns the rows that applied. */
+    upsert: `insert into ${s}.projections (projection, key, doc, version, observed_at, event_id)
+      select * from unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[], $5::timestamptz[], $6::uuid[])
+      on conflict (projection, key) do update
+        set doc = excluded.doc, version = excluded.version, observed_at = excluded.observed_at, event_id = excluded.event_id, updated_at = now()
+        where (excluded.version is not null and (${s}.projections.version is null or ${s}.projections.version <= excluded.version))
+           or (excluded.observed_at is not null and (${s}.projections.observed_at is null
+               or date_trunc('second', ${s}.projections.observed_at) <= date_trunc('second', excluded.observed_at)))
+      returning projection, key`,
+    saveDiffs: `insert into ${s}.replay_diffs (run_id, projection, key, before, after)
+      select $1, * from unnest($2::text[], $3::text[], $4::jsonb[], $5::jsonb[])
+      on conflict (run_id, projection, key) do update set after = excluded.after`,
+    diffs: `select projection, key, before, after from ${s}.replay_diffs where run_id = $1 order by projection, key`,
+
+    /**
+     * Reserves effects; returns the keys this call reserved. An existing reservation is taken
+     * over only under `release` and only when its lease ran out or its owner's lock is gone.
+     */
+    reserve: `insert into ${s}.effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
+      select k.key, k.event_id, k.effect_type, 'reserved', $5, k.on_failure, $6
+        from unnest($1::text[], $2::uuid[], $3::text[], $4::text[]) as k(key, event_id, effect_type, on_failure)
+      on conflict (key) do update
+        set run_id = excluded.run_id, owner_token = excluded.owner_token, on_failure = excluded.on_failure, reserved_at = now(), updated_at = now()
+        where ${s}.effects.state = 'reserved' and excluded.on_failure = 'release'
+          and (${s}.effects.reserved_at < now() - $7 * interval '1 millisecond'
+               or not exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
+                                and l.objid = ${s}.effects.owner_token::oid and l.objsubid = 2 and l.granted))
+      returning key`,
+    existingEffects: `select key from ${s}.effects where key = any($1::text[])`,
+    completeEffects: `update ${s}.effects e set state = 'done', result = k.result, updated_at = now()
+      from unnest($1::text[], $2::jsonb[]) as k(key, result)
+      where e.key = k.key and e.owner_token = $3 and e.state = 'reserved'`,
+    markUncertain: `update ${s}.effects e set state = 'uncertain', error = k.error, updated_at = now()
+      from unnest($1::text[], $2::text[]) as k(key, error)
+      where e.key = k.key and e.owner_token = $3 and e.state = 'reserved'`,
+    release: `delete from ${s}.effects where key = $1 and owner_token = $2 and state = 'reserved'`,
+    /** Reservations whose owner is dead or whose lease ran out: keep → uncertain, release → deleted. */
+    sweepKeep: `update ${s}.effects e set state = 'uncertain', error = 'reservation abandoned: the call may or may not have happened', updated_at = now()
+      where e.state = 'reserved' and e.on_failure = 'keep' and e.owner_token <> $2
+        and (e.reserved_at < now() - $1 * interval '1 millisecond'
+             or not exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
+                              and l.objid = e.owner_token::oid and l.objsubid = 2 and l.granted))
+      returning key`,
+    sweepRelease: `delete from ${s}.effects e
+      where e.state = 'reserved' and e.on_failure = 'release' and e.owner_token <> $2
+        and (e.reserved_at < now() - $1 * interval '1 millisecond'
+             or not exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
+                              and l.objid = e.owner_token::oid and l.objsubid = 2 and l.granted))
+      returning key`,
+    listEffects: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at
+      from ${s}.effects where ($1::text is null or state = $1) order by updated_at desc limit $2`,
+    resolveDone: `update ${s}.effects set state = 'done', error = null, updated_at = now() where key = $1 and state = 'uncertain' returning key`,
+    resolveRetry: `delete from ${s}.effects where key = $1 and state = 'uncertain' returning key`,
+
+    blockedStreams: `select distinct stream_id from ${s}.parked_events where run_id = $1 and stream_id = any($2::text[])`,
+    parkMany: `insert into ${s}.parked_events (processor, run_id, event_id, stream_id, position, reason, error)
+      select $1, $2, * from unnest($3::uuid[], $4::text[], $5::bigint[], $6::text[], $7::text[])
+      on conflict (run_id, event_id) do update set reason = excluded.reason, error = excluded.error, parked_at = now()`,
+    unparkUnlessParked: `delete from ${s}.parked_events where run_id = $1 and event_id = $2 and parked_at < now()`,
+    listParked: `select processor, run_id, event_id, stream_id, position, reason, error, parked_at from ${s}.parked_events
+      where ($1::text is null or run_id = $1) order by run_id, stream_id, position limit $2`,
+    parkedOfStream: `select event_id from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`,
+    unpark: `delete from ${s}.parked_events where run_id = $1 and event_id = $2`,
+    parkedEvent: `select processor, run_id, stream_id from ${s}.parked_events where event_id = $1`,
+
+    lockRunner: `select pg_advisory_lock(${RUNNER_LOCK_CLASS}, $1)`,
+    tryLockPartition: `select pg_try_advisory_lock(hashtext($1), $2) as locked`,
+    unlockPartition: `select pg_advisory_unlock(hashtext($1), $2)`,
+    registerRunner: `insert into ${s}.processor_runners (processor, runner_token) values ($1, $2)
+      on conflict (processor, runner_token) do update set heartbeat_at = now()`,
+    liveRunners: `select count(*)::int as n from ${s}.processor_runners where processor = $1 and heartbeat_at > now() - $2 * interval '1 millisecond'`,
+    forgetRunner: `delete from ${s}.processor_runners where processor = $1 and runner_token = $2`,
+    forgetDeadRunners: `delete from ${s}.processor_runners where heartbeat_at < now() - interval '1 hour'`,
+  } as const;
+}
+
+export type ProcessingSql = ReturnType<typeof processingSql>;
