@@ -3,6 +3,8 @@ import { parseArgs } from 'node:util';
 import { resolveConfig } from '../config.js';
 import { RastroError } from '../errors.js';
 import type { Services } from '../server.js';
+import { runCommissionDemo } from './demo-command.js';
+import { effectsCommand, liveCommand, parkedCommand, replayCommand, sweepCommand } from './processing-commands.js';
 import { openServices, startServer } from '../server.js';
 
 const USAGE = `usage: rastro <command>
@@ -13,6 +15,18 @@ commands:
   store status    show what holds event readers back
   store rebase    after restoring a dump into another cluster: make new events sort after restored ones
   snapshots rebuild    drop account snapshots and rebuild them from the events
+  live <processor> [--policy policy.json]
+                  run a processor live, tailing the log
+  replay <processor> --from <ts> --to <ts> [--run-id ID] [--simulate] [--policy policy.json]
+                  run a processor over a window with its own run id and checkpoint
+  replay diff <runId> [--csv]     what a simulated run would change
+  effects list [--state reserved|done|uncertain]
+  effects resolve <key> --as done|retry
+  parked list [--run-id ID] | parked retry <eventId> | parked skip <eventId>
+  sweep           move abandoned reservations: keep → uncertain, release → released
+  demo commission run the commission story end to end on an embedded database
+
+  --processors <path> loads processors from a module; by default from ./rastro.config.js or .ts
   idempotency cleanup  delete expired idempotency keys (serve also does this every 10 minutes)
 
 environment:
@@ -47,8 +61,31 @@ async function withServices<T>(fn: (services: Services) => Promise<T>): Promise<
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { positionals } = parseArgs({ args: argv, allowPositionals: true, strict: true });
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      'run-id': { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      simulate: { type: 'boolean' },
+      policy: { type: 'string' },
+      processors: { type: 'string' },
+      csv: { type: 'boolean' },
+      state: { type: 'string' },
+      as: { type: 'string' },
+      limit: { type: 'string' },
+    },
+  });
   const [command, sub] = positionals;
+  const rest = positionals.slice(1);
+  const processing = { replay: replayCommand, effects: effectsCommand, parked: parkedCommand, live: liveCommand } as const;
+  if (command && command in processing) {
+    return withServices(({ store }) => processing[command as keyof typeof processing](store, rest, values));
+  }
+  if (command === 'sweep') return withServices(({ store }) => sweepCommand(store));
+  if (command === 'demo' && sub === 'commission') return runCommissionDemo();
   if (command === 'serve') return serve();
   if (command === 'migrate') {
     await withServices(async () => undefined);

@@ -2,6 +2,7 @@ import { defineProcessor, type Processor } from '../processing/processor.js';
 
 export const ORDER_PAID = 'order.paid';
 export const NOTIFY_SELLER = 'notify-seller';
+export const NOTIFY_FINANCE = 'notify-finance';
 
 /** commission = round(amountCents × percent / 100). The deployed bug divided by 1,000. */
 export function commissionCents(amountCents: number, percent: number, divisor = 100): number {
@@ -16,9 +17,10 @@ export interface Notifier {
 /**
  * The story's processor: on `order.paid` ({ orderId, amountCents, percent }, stream version =
  * the order's version) it writes the commission with a version guard and notifies the seller.
- * `divisor: 1000` is the bug that went to production.
+ * `divisor: 1000` is the bug that went to production. With `finance`, a second effect reports
+ * the commission to a provider that deduplicates by key.
  */
-export function commissionProcessor(notifier: Notifier, { divisor = 100 }: { divisor?: number } = {}): Processor {
+export function commissionProcessor(notifier: Notifier, { divisor = 100, finance }: { divisor?: number; finance?: Notifier } = {}): Processor {
   return defineProcessor({
     name: 'commissions',
     handlers: {
@@ -27,6 +29,7 @@ export function commissionProcessor(notifier: Notifier, { divisor = 100 }: { div
         const cents = commissionCents(amountCents, percent, divisor);
         await ctx.upsert('commission', orderId, { orderId, commissionCents: cents }, { version: event.streamVersion });
         await ctx.effect(NOTIFY_SELLER, (key) => notifier.notify({ orderId, commissionCents: cents }, key));
+        if (finance) await ctx.effect(NOTIFY_FINANCE, (key) => finance.notify({ orderId, commissionCents: cents }, key));
       },
     },
   });

@@ -60,7 +60,8 @@ class PartitionLeases {
     this.lastBalance = Date.now();
     const { session, token } = this.runner;
     await session.query(this.sql.registerRunner, [this.processor, token]);
-    const { rows } = await session.query<{ n: number }>(this.sql.liveRunners, [this.processor, HEARTBEAT_MS * 3]);
+    await session.query(this.sql.forgetDeadRunners, [this.processor]);
+    const { rows } = await session.query<{ n: number }>(this.sql.liveRunners, [this.processor]);
     const target = Math.ceil(this.count / Math.max(1, rows[0]?.n ?? 1));
     for (const partition of [...this.owned].sort((a, b) => b - a)) {
       if (this.owned.size <= target) break;
@@ -74,8 +75,10 @@ class PartitionLeases {
     }
   }
 
+  /** Forgets this runner; its partition locks go with its session. */
   async releaseAll(): Promise<void> {
     await this.runner.session.query(this.sql.forgetRunner, [this.processor, this.runner.token]).catch(() => undefined);
+    this.owned.clear();
   }
 }
 

@@ -127,9 +127,14 @@ export function processingSql(s: string) {
     unlockPartition: `select pg_advisory_unlock(hashtext($1), $2)`,
     registerRunner: `insert into ${s}.processor_runners (processor, runner_token) values ($1, $2)
       on conflict (processor, runner_token) do update set heartbeat_at = now()`,
-    liveRunners: `select count(*)::int as n from ${s}.processor_runners where processor = $1 and heartbeat_at > now() - $2 * interval '1 millisecond'`,
+    /** Runners of a processor whose liveness lock is held: exact, no heartbeat timeout to wait out. */
+    liveRunners: `select count(*)::int as n from ${s}.processor_runners r
+      where r.processor = $1 and exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
+                                           and l.objid = r.runner_token::oid and l.objsubid = 2 and l.granted)`,
     forgetRunner: `delete from ${s}.processor_runners where processor = $1 and runner_token = $2`,
-    forgetDeadRunners: `delete from ${s}.processor_runners where heartbeat_at < now() - interval '1 hour'`,
+    forgetDeadRunners: `delete from ${s}.processor_runners r
+      where r.processor = $1 and not exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
+                                               and l.objid = r.runner_token::oid and l.objsubid = 2 and l.granted)`,
   } as const;
 }
 

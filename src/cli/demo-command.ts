@@ -1,0 +1,16 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCommissionStory } from '../demo/commission-story.js';
+
+/** `rastro demo commission`: the seed's story on a fresh embedded database. */
+export async function runCommissionDemo(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'rastro-demo-'));
+  console.log(`commission story on an embedded database in ${dir}\n`);
+  try {
+    const report = await runCommissionStory({ url: dir, schema: 'rastro', log: (line) => console.log(line) });
+    if (report.uncertainLeft > 0) console.log(`\n${report.uncertainLeft} effect(s) still uncertain`);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

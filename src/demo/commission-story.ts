@@ -1,0 +1,156 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Database } from '../db/database.js';
+import { migrate } from '../db/migrate.js';
+import { openDatabase } from '../db/open-database.js';
+import { effectLedger } from '../processing/effect-admin.js';
+import { runLive } from '../processing/live-runner.js';
+import { runReplay } from '../processing/replay-runner.js';
+import { runDiff, type DiffRow } from '../processing/run-diff.js';
+import { createEventStore, type EventStore } from '../store/event-store.js';
+import { commissionCents, commissionProcessor, NOTIFY_SELLER, ORDER_PAID } from './commission.js';
+import { sellerNotifierClient, startSellerNotifier } from './seller-notifier.js';
+
+export interface StoryOptions {
+  /** A postgres:// URL or a PGlite folder (not memory://: a second process opens it). */
+  url: string;
+  schema: string;
+  orders?: number;
+  log?: (line: string) => void;
+}
+
+export interface StoryReport {
+  orders: number;
+  sentBeforeKill: number;
+  simulated: { counters: Record<string, number>; diff: DiffRow[] };
+  replayed: Record<string, number>;
+  /** Uncertain effects found for review, and how each was resolved. */
+  reviewed: { key: string; resolvedAs: 'done' | 'retry' }[];
+  /** Notifications the seller received per effect key. */
+  sentPerKey: Map<string, number>;
+  commissions: Map<string, { commissionCents: number; version: number }>;
+  /** The expected commission per order: the fixed formula on its latest version. */
+  expected: Map<string, { commissionCents: number; version: number }>;
+  uncertainLeft: number;
+  eventIds: string[];
+}
+
+const DAY_FROM = new Date('2026-10-14T00:00:00Z');
+const DAY_TO = new Date('2026-10-15T00:00:00Z');
+const policy = { [NOTIFY_SELLER]: { mode: 'apply', onFailure: 'keep' } } as const;
+const CHILD = fileURLToPath(new URL('./run-child.js', import.meta.url));
+
+async function until(condition: () => boolean | Promise<boolean>, ms: number): Promise<void> {
+  const start = Date.now();
+  while (!(await condition()) && Date.now() - start < ms) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+async function commissionRows(store: EventStore) {
+  const { rows } = await store.db.query<{ key: string; doc: { commissionCents: number }; version: number }>(
+    `select key, doc, version from "${store.schema}".projections where projection = 'commission'`,
+  );
+  return new Map(rows.map((row) => [row.key, { commissionCents: row.doc.commissionCents, version: Number(row.version) }]));
+}
+
+/**
+ * The seed's story, end to end: a day of `order.paid` events handled live by the buggy commission
+ * (÷1,000); that process killed with SIGKILL midway; a simulated replay of the day with the fix;
+ * then the real replay while the live consumer, fixed too, receives version-2 events of some of
+ * the same orders; last, the review of uncertain notifications.
+ */
+export async function runCommissionStory(options: StoryOptions): Promise<StoryReport> {
+  const log = options.log ?? (() => undefined);
+  const count = options.orders ?? 40;
+  const seller = await startSellerNotifier({ deduplicates: false, delayMs: 5 });
+  const embedded = !/^postgres(ql)?:\/\//.test(options.url);
+  let db: Database = await openDatabase({ url: options.url });
+  try {
+    await migrate(db, { schema: options.schema });
+    let store = createEventStore(db, { schema: options.schema });
+    const orders = Array.from({ length: count }, (_, i) => ({ orderId: `order-${i + 1}`, amountCents: 10_000 + 1_250 * i, percent: 5 + (i % 4) }));
+    for (const [i, order] of orders.entries()) {
+      await store.append(`order-${order.orderId}`, [{ type: ORDER_PAID, data: order, occurredAt: new Date(DAY_FROM.getTime() + (8 * 60 + i * 10) * 60_000) }]);
+    }
+    log(`1. ${count} orders paid on 2026-10-14 (version 1 of each order)`);
+
+    // 2. The buggy live consumer, in its own process, killed midway.
+    if (embedded) await db.close();
+    const child = spawn(process.execPath, [CHILD], {
+      env: { ...process.env, MODE: 'live', RASTRO_DATABASE: options.url, RASTRO_SCHEMA: options.schema, SELLER_URL: seller.url, DIVISOR: '1000', BATCH_SIZE: '4' },
+      stdio: 'ignore',
+    });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    await until(() => seller.sent.length >= count / 2, 60_000);
+    child.kill('SIGKILL');
+    await exited;
+    const sentBeforeKill = seller.sent.length;
+    log(`2. live consumer (commission ÷1,000) killed with SIGKILL after ${sentBeforeKill} of ${count} notifications`);
+    if (embedded) db = await openDatabase({ url: options.url });
+    store = createEventStore(db, { schema: options.schema });
+    const effects = effectLedger(store);
+    const swept = await effects.sweep();
+    log(`   sweep: ${swept.uncertain} reservation(s) of the dead process moved to uncertain (the call may have happened)`);
+
+    // 3. Simulate the fix over the day.
+    const fixed = commissionProcessor(sellerNotifierClient(seller.url));
+    const simulation = await runReplay(fixed, { store, runId: 'fix-2026-10-14-simulate', from: DAY_FROM, to: DAY_TO, policy, simulate: true });
+    const diff = await runDiff(store, 'fix-2026-10-14-simulate');
+    log(`3. simulate: ${diff.length} commission(s) would change; notifications: ${simulation.counters['would-apply'] ?? 0} would be sent, ${simulation.counters['already-recorded'] ?? 0} already recorded`);
+
+    // 4. The real replay, beside the fixed live consumer receiving version-2 events.
+    seller.behaviour.failNext = { when: 'after-send', count: 1 };
+    const revised = orders.filter((_, i) => i % 8 === 3).map((order) => ({ ...order, amountCents: order.amountCents + 5_000 }));
+    const replaying = runReplay(fixed, { store, runId: 'fix-2026-10-14', from: DAY_FROM, to: DAY_TO, policy, batchSize: 8 });
+    const live = await runLive(fixed, { store, policy, pollIntervalMs: 50, batchSize: 10 });
+    const [replay] = await Promise.all([
+      replaying,
+      (async () => {
+        for (const order of revised) {
+          await store.append(`order-${order.orderId}`, [{ type: ORDER_PAID, data: order, occurredAt: new Date('2026-10-15T09:00:00Z') }], { expectedVersion: 1 });
+        }
+      })(),
+    ]);
+    await until(async () => {
+      const rows = await commissionRows(store);
+      return revised.every((order) => rows.get(order.orderId)?.version === 2);
+    }, 30_000);
+    await live.stop();
+    log(`4. replay fix-2026-10-14: ${replay.counters.written ?? 0} written, ${replay.counters['ignored-newer-version'] ?? 0} left to a newer version, ${replay.counters.applied ?? 0} notification(s) sent, ${replay.counters['already-recorded'] ?? 0} already recorded, ${replay.counters.uncertain ?? 0} uncertain`);
+    log(`   live consumer meanwhile: ${live.counters.get('events')} event(s) (the rest of the day and ${revised.length} version-2 events), ${live.counters.get('applied')} notification(s) sent`);
+
+    // 5. Review: the seller's log tells which uncertain notifications went out.
+    const reviewed: StoryReport['reviewed'] = [];
+    for (const effect of await effects.list({ state: 'uncertain' })) {
+      const sent = seller.sent.some((notification) => notification.idempotencyKey === effect.key);
+      await effects.resolve(effect.key, sent ? 'done' : 'retry');
+      reviewed.push({ key: effect.key, resolvedAs: sent ? 'done' : 'retry' });
+    }
+    if (reviewed.some((r) => r.resolvedAs === 'retry')) await runReplay(fixed, { store, runId: 'fix-2026-10-14-after-review', from: DAY_FROM, to: DAY_TO, policy });
+    log(`5. review: ${reviewed.length} uncertain notification(s) resolved (${reviewed.filter((r) => r.resolvedAs === 'done').length} confirmed sent, ${reviewed.filter((r) => r.resolvedAs === 'retry').length} released and sent)`);
+
+    const sentPerKey = new Map<string, number>();
+    for (const notification of seller.sent) sentPerKey.set(notification.idempotencyKey!, (sentPerKey.get(notification.idempotencyKey!) ?? 0) + 1);
+    const expected = new Map(orders.map((order) => [order.orderId, { commissionCents: commissionCents(order.amountCents, order.percent), version: 1 }]));
+    for (const order of revised) expected.set(order.orderId, { commissionCents: commissionCents(order.amountCents, order.percent), version: 2 });
+    const commissions = await commissionRows(store);
+    const eventIds = (await store.readAll({ limit: 10_000 })).map((event) => event.id);
+    const duplicates = [...sentPerKey.values()].filter((n) => n > 1).length;
+    const wrong = [...expected].filter(([id, value]) => commissions.get(id)?.commissionCents !== value.commissionCents || commissions.get(id)?.version !== value.version).length;
+    log(`6. result: ${commissions.size - wrong} of ${count} commissions correct, ${duplicates} notification(s) sent twice, ${eventIds.filter((id) => !sentPerKey.has(`${id}:${NOTIFY_SELLER}`)).length} event(s) never notified`);
+    return {
+      orders: count,
+      sentBeforeKill,
+      simulated: { counters: simulation.counters, diff },
+      replayed: replay.counters,
+      reviewed,
+      sentPerKey,
+      commissions,
+      expected,
+      uncertainLeft: (await effects.list({ state: 'uncertain' })).length,
+      eventIds,
+    };
+  } finally {
+    await db.close();
+    await seller.close();
+  }
+}

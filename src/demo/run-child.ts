@@ -1,0 +1,31 @@
+/**
+ * A commission processor in a process of its own, for the demo and the crash tests to kill.
+ * Configured by environment: RASTRO_DATABASE (postgres:// URL or PGlite folder), RASTRO_SCHEMA,
+ * SELLER_URL, FINANCE_URL (optional), DIVISOR, and MODE=live or MODE=replay with RUN_ID.
+ */
+import { openDatabase } from '../db/open-database.js';
+import { runLive } from '../processing/live-runner.js';
+import { runReplay } from '../processing/replay-runner.js';
+import { createEventStore } from '../store/event-store.js';
+import { commissionProcessor, NOTIFY_FINANCE, NOTIFY_SELLER } from './commission.js';
+import { sellerNotifierClient } from './seller-notifier.js';
+
+const env = process.env;
+const db = await openDatabase({ url: env.RASTRO_DATABASE! });
+const store = createEventStore(db, { schema: env.RASTRO_SCHEMA ?? 'rastro' });
+const finance = env.FINANCE_URL ? sellerNotifierClient(env.FINANCE_URL) : undefined;
+const processor = commissionProcessor(sellerNotifierClient(env.SELLER_URL!), { divisor: Number(env.DIVISOR ?? 100), finance });
+const policy = {
+  [NOTIFY_SELLER]: { mode: 'apply', onFailure: 'keep' },
+  [NOTIFY_FINANCE]: { mode: 'apply', onFailure: 'release' },
+} as const;
+const batchSize = Number(env.BATCH_SIZE ?? 5);
+
+if (env.MODE === 'live') {
+  await runLive(processor, { store, policy, batchSize, pollIntervalMs: 50, effectConcurrency: 2 });
+  process.stdout.write('ready\n');
+} else {
+  await runReplay(processor, { store, runId: env.RUN_ID!, policy, batchSize, effectConcurrency: 2 });
+  await db.close();
+  process.stdout.write('done\n');
+}

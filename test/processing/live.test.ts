@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commissionProcessor } from '../../src/demo/commission.js';
+import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
+import { effectLedger } from '../../src/processing/effect-admin.js';
+import { runLive } from '../../src/processing/live-runner.js';
+import { parkedEvents } from '../../src/processing/parking.js';
+import { defineProcessor } from '../../src/processing/processor.js';
+import { runReplay } from '../../src/processing/replay-runner.js';
+import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { backends, freshSchema, postgresBackend, type Backend } from '../support/databases.js';
+import { commissions, makeOrders, payOrders } from '../support/orders.js';
+
+const keep = { 'notify-seller': { mode: 'apply', onFailure: 'keep' } } as const;
+const release = { 'notify-seller': { mode: 'apply', onFailure: 'release' } } as const;
+
+let notifier: SellerNotifier;
+beforeAll(async () => {
+  notifier = await startSellerNotifier({ deduplicates: false });
+});
+afterAll(() => notifier.close());
+
+async function storeOn(backend: Backend): Promise<EventStore> {
+  const { db, schema } = await freshSchema(backend);
+  notifier.sent.length = 0;
+  notifier.behaviour.failNext = undefined;
+  return createEventStore(db, { schema });
+}
+
+async function until(condition: () => Promise<boolean> | boolean, what: string, ms = 20_000): Promise<void> {
+  const start = Date.now();
+  while (!(await condition())) {
+    if (Date.now() - start > ms) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe.each(backends())('live runs on $name', (backend) => {
+  it('handles events as they are appended, state and effects once, and resumes from its checkpoint', async () => {
+    const store = await storeOn(backend);
+    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    await payOrders(store, makeOrders(5, 'a'));
+    const runner = await runLive(processor, { store, policy: keep, pollIntervalMs: 50 });
+    await until(() => notifier.sent.length === 5, 'the first five notifications');
+    await payOrders(store, makeOrders(5, 'b'));
+    await until(() => notifier.sent.length === 10, 'five more');
+    await runner.stop();
+    expect((await commissions(store)).size).toBe(10);
+
+    await payOrders(store, makeOrders(3, 'c'));
+    const again = await runLive(processor, { store, policy: keep, pollIntervalMs: 50 });
+    await until(() => notifier.sent.length === 13, 'the events appended while stopped');
+    await again.stop();
+    expect(new Set(notifier.sent.map((n) => n.orderId)).size).toBe(13);
+  });
+
+  it('parks a failing event, holds its stream’s later events behind it, and lets other streams go on', async () => {
+    const store = await storeOn(backend);
+    let failFor = 'bad';
+    const handled: string[] = [];
+    const processor = defineProcessor({
+      name: 'picky',
+      handlers: {
+        'order.paid': async (event, ctx) => {
+          if (event.data.orderId === failFor) throw new Error('cannot handle this order');
+          handled.push(`${event.data.orderId}@${event.streamVersion}`);
+          await ctx.upsert('seen', event.streamId, { v: event.streamVersion }, { version: event.streamVersion });
+        },
+      },
+    });
+    await store.append('order-bad', [{ type: 'order.paid', data: { orderId: 'bad' } }]);
+    await store.append('order-bad', [{ type: 'order.paid', data: { orderId: 'bad-later' } }]);
+    await store.append('order-good', [{ type: 'order.paid', data: { orderId: 'good' } }]);
+    const runner = await runLive(processor, { store, policy: {}, pollIntervalMs: 50 });
+    await until(() => handled.includes('good@1'), 'the healthy stream');
+    await runner.stop();
+    expect(handled).toEqual(['good@1']);
+    const parked = parkedEvents(store);
+    const list = await parked.list();
+    expect(list.map((p) => [p.streamId, p.reason])).toEqual([
+      ['order-bad', 'failed'],
+      ['order-bad', 'waiting'],
+    ]);
+    expect(list[0]!.error).toContain('cannot handle this order');
+
+    failFor = 'nothing';
+    expect(await parked.retry(processor, list[0]!.eventId)).toEqual({ handled: 2, stillParked: 0 });
+    expect(handled).toEqual(['good@1', 'bad@1', 'bad-later@2']);
+    expect(await parked.list()).toEqual([]);
+  });
+
+  it('skips a parked event on request and handles the rest of its stream', async () => {
+    const store = await storeOn(backend);
+    const handled: string[] = [];
+    const processor = defineProcessor({
+      name: 'skipper',
+      handlers: {
+        'order.paid': async (event) => {
+          if (event.data.orderId === 'poison') throw new Error('poison');
+          handled.push(event.data.orderId as string);
+        },
+      },
+    });
+    await store.append('s', [{ type: 'order.paid', data: { orderId: 'poison' } }, { type: 'order.paid', data: { orderId: 'after' } }]);
+    await runReplay(processor, { store, runId: 'skip-run', policy: {} });
+    const parked = parkedEvents(store);
+    const [poison] = await parked.list({ runId: 'skip-run' });
+    expect(await parked.skip(processor, poison!.eventId)).toEqual({ handled: 1, stillParked: 0 });
+    expect(handled).toEqual(['after']);
+  });
+
+  it('runs custom SQL from ctx.tx in the batch transaction', async () => {
+    const store = await storeOn(backend);
+    await store.db.query(`create table "${store.schema}".audit (event_id uuid primary key, note text)`);
+    const processor = defineProcessor({
+      name: 'auditor',
+      handlers: {
+        'order.paid': async (event, ctx) => {
+          const { rowCount } = await ctx.tx.query(`insert into "${store.schema}".audit values ($1, $2)`, [event.id, event.data.orderId]);
+          expect(rowCount).toBe(1);
+        },
+      },
+    });
+    await payOrders(store, makeOrders(4));
+    const summary = await runReplay(processor, { store, policy: {} });
+    expect(summary.counters.events).toBe(4);
+    const { rows } = await store.db.query<{ n: number }>(`select count(*)::int as n from "${store.schema}".audit`);
+    expect(rows[0]!.n).toBe(4);
+  });
+
+  it('reserves an effect once when a live run and a replay race on the same events', async () => {
+    const store = await storeOn(backend);
+    await payOrders(store, makeOrders(40));
+    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    const runner = await runLive(processor, { store, policy: keep, pollIntervalMs: 20, batchSize: 5 });
+    await runReplay(processor, { store, runId: 'racer', policy: keep, batchSize: 5 });
+    await until(async () => (await effectLedger(store).list({ state: 'done' })).length === 40, 'every effect done');
+    await runner.stop();
+    expect(notifier.sent).toHaveLength(40);
+    expect(new Set(notifier.sent.map((n) => n.idempotencyKey)).size).toBe(40);
+  });
+});
+
+const postgres = postgresBackend();
+
+describe.skipIf(!postgres)('live runners sharing work on real PostgreSQL', () => {
+  it('spreads partitions over three runners and processes every event once, each stream in order', async () => {
+    const store = await storeOn(postgres!);
+    const seen = new Map<string, number[]>();
+    let calls = 0;
+    const processor = defineProcessor({
+      name: 'shared',
+      handlers: {
+        'order.paid': async (event) => {
+          calls++;
+          const versions = seen.get(event.streamId) ?? [];
+          versions.push(event.streamVersion);
+          seen.set(event.streamId, versions);
+        },
+      },
+    });
+    const runners = await Promise.all([1, 2, 3].map(() => runLive(processor, { store, policy: {}, partitions: 12, pollIntervalMs: 50, batchSize: 50 })));
+    await until(() => runners.every((runner) => runner.partitions.length === 4), 'an even share of partitions', 15_000);
+    for (let round = 0; round < 5; round++) {
+      await Promise.all(Array.from({ length: 40 }, (_, s) => store.append(`stream-${s}`, [{ type: 'order.paid', data: { round } }])));
+    }
+    await until(() => calls >= 200, 'all 200 events');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await Promise.all(runners.map((runner) => runner.stop()));
+    expect(calls).toBe(200);
+    for (const versions of seen.values()) expect(versions).toEqual([1, 2, 3, 4, 5]);
+    expect(new Set(runners.flatMap((runner) => runner.partitions)).size).toBe(0);
+  });
+
+  it('takes over a release reservation at once when its owner is dead, and sweeps a keep one to uncertain', async () => {
+    const store = await storeOn(postgres!);
+    await payOrders(store, makeOrders(2));
+    const [first, second] = await store.readAll();
+    // A runner that reserved both effects and died: its token's lock is not held by anyone.
+    await store.db.query(
+      `insert into "${store.schema}".effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
+       values ($1, $2, 'notify-seller', 'reserved', 'dead', 'release', 12345), ($3, $4, 'notify-seller', 'reserved', 'dead', 'keep', 12345)`,
+      [`${first!.id}:notify-seller`, first!.id, `${second!.id}:notify-seller`, second!.id],
+    );
+    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    const summary = await runReplay(processor, { store, runId: 'takeover', policy: { 'notify-seller': { mode: 'apply', onFailure: 'release' } } });
+    expect(summary.counters).toMatchObject({ applied: 1, 'already-recorded': 1 });
+    const effects = await effectLedger(store).list();
+    expect(effects.map((e) => [e.key.startsWith(first!.id), e.state]).sort()).toEqual([
+      [false, 'uncertain'],
+      [true, 'done'],
+    ]);
+  });
+});
