@@ -1,0 +1,100 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
+import { migrate } from '../../src/db/migrate.js';
+import { openDatabase } from '../../src/db/open-database.js';
+import { createEventStore } from '../../src/store/event-store.js';
+
+const run = promisify(execFile);
+const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
+const FIXTURE = join(import.meta.dirname, '../fixtures/processors.mjs');
+
+let seller: SellerNotifier;
+let dataDir: string;
+let policyFile: string;
+
+async function rastro(args: string[], env: Record<string, string> = {}) {
+  return run(process.execPath, [CLI, ...args], {
+    env: { ...process.env, DATABASE_URL: '', RASTRO_DATA_DIR: dataDir, RASTRO_DEMO_NOTIFIER_URL: seller.url, ...env },
+  });
+}
+
+beforeAll(async () => {
+  seller = await startSellerNotifier({ deduplicates: false });
+  dataDir = await mkdtemp(join(tmpdir(), 'rastro-cli-'));
+  policyFile = join(dataDir, 'policy.json');
+  await writeFile(policyFile, JSON.stringify({ 'notify-seller': { mode: 'apply', onFailure: 'keep' } }));
+  const db = await openDatabase({ url: join(dataDir, 'pg') });
+  await migrate(db);
+  const store = createEventStore(db);
+  const at = new Date('2026-10-14T10:00:00Z');
+  for (const [i, orderId] of ['a', 'b', 'bad', 'c'].entries()) {
+    await store.append(`order-${orderId}`, [{ type: 'order.paid', data: { orderId, amountCents: 10_000 * (i + 1), percent: 5 }, occurredAt: at }]);
+  }
+  await db.close();
+});
+afterAll(() => seller?.close());
+
+describe('the processing commands on the embedded database', () => {
+  it('simulates a replay, shows its diff as a table and CSV, then replays for real and lists effects', async () => {
+    const simulated = await rastro(['replay', 'commissions', '--from', '2026-10-14T00:00:00Z', '--to', '2026-10-15T00:00:00Z', '--run-id', 'sim-1', '--simulate', '--policy', policyFile]);
+    expect(simulated.stdout).toContain('run sim-1 (simulate): 4 events in range');
+    expect(simulated.stdout).toMatch(/would-apply\s+4/);
+    expect(simulated.stderr).toMatch(/4\/4 events .* events\/s {2}ETA/);
+    expect(seller.sent).toHaveLength(0);
+
+    const diff = await rastro(['replay', 'diff', 'sim-1', '--csv']);
+    const lines = diff.stdout.trim().split('\r\n');
+    expect(lines[0]).toBe('projection,key,before,after');
+    expect(lines).toHaveLength(5);
+    expect(lines[1]).toBe('commission,a,,"{""orderId"":""a"",""commissionCents"":500}"');
+
+    const real = await rastro(['replay', 'commissions', '--from', '2026-10-14T00:00:00Z', '--to', '2026-10-15T00:00:00Z', '--run-id', 'fix-1', '--policy', policyFile]);
+    expect(real.stdout).toMatch(/applied\s+4/);
+    expect(seller.sent).toHaveLength(4);
+    const effects = await rastro(['effects', 'list', '--state', 'done']);
+    expect(effects.stdout.match(/:notify-seller\s+done/g)).toHaveLength(4);
+  });
+
+  it('reviews an uncertain effect: list it, resolve it as retry, and the next run sends it', async () => {
+    seller.behaviour.failNext = { when: 'after-send', count: 1 };
+    seller.sent.length = 0;
+    await rastro(['effects', 'list']); // nothing to assert: warms the data folder
+    const db = await openDatabase({ url: join(dataDir, 'pg') });
+    await createEventStore(db).append('order-d', [{ type: 'order.paid', data: { orderId: 'd', amountCents: 100, percent: 5 }, occurredAt: new Date('2026-10-14T11:00:00Z') }]);
+    await db.close();
+    await rastro(['replay', 'commissions', '--from', '2026-10-14T00:00:00Z', '--to', '2026-10-15T00:00:00Z', '--run-id', 'fix-2', '--policy', policyFile]);
+    const uncertain = await rastro(['effects', 'list', '--state', 'uncertain']);
+    const key = /(\S+:notify-seller)\s+uncertain/.exec(uncertain.stdout)?.[1];
+    expect(key).toBeDefined();
+    const resolved = await rastro(['effects', 'resolve', key!, '--as', 'retry']);
+    expect(resolved.stdout).toContain('released');
+    await rastro(['replay', 'commissions', '--from', '2026-10-14T00:00:00Z', '--to', '2026-10-15T00:00:00Z', '--run-id', 'fix-3', '--policy', policyFile]);
+    expect(seller.sent.filter((n) => n.orderId === 'd')).toHaveLength(2); // the lost-response send, then the reviewed retry
+    expect((await rastro(['effects', 'list', '--state', 'uncertain'])).stdout).toContain('no effects');
+  });
+
+  it('parks a failing event, lists it, and retries it with the fixed processor', async () => {
+    const replay = await rastro(['replay', 'picky', '--processors', FIXTURE, '--run-id', 'picky-1']);
+    expect(replay.stdout).toMatch(/parked\s+1/);
+    const list = await rastro(['parked', 'list', '--run-id', 'picky-1']);
+    expect(list.stdout).toContain('cannot handle order bad');
+    const eventId = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\s/m.exec(list.stdout)?.[1];
+    const retried = await rastro(['parked', 'retry', eventId!, '--processors', FIXTURE], { PICKY_FIXED: '1' });
+    expect(retried.stdout).toContain('1 handled, 0 still parked');
+    expect((await rastro(['parked', 'list'])).stdout).toContain('no parked events');
+    expect((await rastro(['sweep'])).stdout).toContain('abandoned reservations: 0 moved to uncertain');
+  });
+
+  it('refuses bad input with a clear message and exit code 1', async () => {
+    const err = await rastro(['replay', 'commissions', '--from', 'yesterday']).catch((e: { stderr: string; code: number }) => e);
+    expect(err).toMatchObject({ code: 1 });
+    expect((err as { stderr: string }).stderr).toContain('--from: is not a date');
+    const unknown = await rastro(['replay', 'nope']).catch((e: { stderr: string }) => e);
+    expect((unknown as { stderr: string }).stderr).toContain('unknown processor "nope"');
+  });
+});
