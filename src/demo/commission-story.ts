@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
@@ -38,7 +39,11 @@ export interface StoryReport {
 const DAY_FROM = new Date('2026-10-14T00:00:00Z');
 const DAY_TO = new Date('2026-10-15T00:00:00Z');
 const policy = { [NOTIFY_SELLER]: { mode: 'apply', onFailure: 'keep' } } as const;
-const CHILD = fileURLToPath(new URL('./run-child.js', import.meta.url));
+/** The live consumer's script, compiled: from src/ (tests) it is the one in dist/. */
+function childScript(): string {
+  const beside = fileURLToPath(new URL('./run-child.js', import.meta.url));
+  return existsSync(beside) ? beside : fileURLToPath(new URL('../../dist/demo/run-child.js', import.meta.url));
+}
 
 async function until(condition: () => boolean | Promise<boolean>, ms: number): Promise<void> {
   const start = Date.now();
@@ -75,12 +80,16 @@ export async function runCommissionStory(options: StoryOptions): Promise<StoryRe
 
     // 2. The buggy live consumer, in its own process, killed midway.
     if (embedded) await db.close();
-    const child = spawn(process.execPath, [CHILD], {
+    const child = spawn(process.execPath, [childScript()], {
       env: { ...process.env, MODE: 'live', RASTRO_DATABASE: options.url, RASTRO_SCHEMA: options.schema, SELLER_URL: seller.url, DIVISOR: '1000', BATCH_SIZE: '4' },
-      stdio: 'ignore',
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    await until(() => seller.sent.length >= count / 2, 60_000);
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    let exitCode: number | null | undefined;
+    const exited = new Promise((resolve) => child.once('exit', (code) => resolve((exitCode = code))));
+    await until(() => seller.sent.length >= count / 2 || exitCode !== undefined, 60_000);
+    if (exitCode !== undefined) throw new Error(`the live consumer process exited by itself (${exitCode}): ${stderr.slice(0, 500)}`);
     child.kill('SIGKILL');
     await exited;
     const sentBeforeKill = seller.sent.length;

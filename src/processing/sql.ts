@@ -4,6 +4,12 @@ import { frontierSql } from '../store/sql.js';
 export const RUNNER_LOCK_CLASS = 1918989172;
 export const PARTITION_LOCK_CLASS = 1918989173;
 
+/** True when no session holds the liveness lock of the runner with this token: the runner is dead. */
+function runnerIsGone(token: string): string {
+  return `not exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
+    and l.objid = (${token})::oid and l.objsubid = 2 and l.granted)`;
+}
+
 const EVENT_COLUMNS = 'position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at';
 
 /** Processing statements for one schema (`s` validated and quoted). */
@@ -81,9 +87,7 @@ export function processingSql(s: string) {
       on conflict (key) do update
         set run_id = excluded.run_id, owner_token = excluded.owner_token, on_failure = excluded.on_failure, reserved_at = now(), updated_at = now()
         where ${s}.effects.state = 'reserved' and excluded.on_failure = 'release'
-          and (${s}.effects.reserved_at < now() - $7 * interval '1 millisecond'
-               or not exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
-                                and l.objid = ${s}.effects.owner_token::oid and l.objsubid = 2 and l.granted))
+          and (${s}.effects.reserved_at < now() - $7 * interval '1 millisecond' or ${runnerIsGone(`${s}.effects.owner_token`)})
       returning key`,
     existingEffects: `select key from ${s}.effects where key = any($1::text[])`,
     completeEffects: `update ${s}.effects e set state = 'done', result = k.result, updated_at = now()
@@ -96,15 +100,11 @@ export function processingSql(s: string) {
     /** Reservations whose owner is dead or whose lease ran out: keep → uncertain, release → deleted. */
     sweepKeep: `update ${s}.effects e set state = 'uncertain', error = 'reservation abandoned: the call may or may not have happened', updated_at = now()
       where e.state = 'reserved' and e.on_failure = 'keep' and e.owner_token <> $2
-        and (e.reserved_at < now() - $1 * interval '1 millisecond'
-             or not exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
-                              and l.objid = e.owner_token::oid and l.objsubid = 2 and l.granted))
+        and (e.reserved_at < now() - $1 * interval '1 millisecond' or ${runnerIsGone('e.owner_token')})
       returning key`,
     sweepRelease: `delete from ${s}.effects e
       where e.state = 'reserved' and e.on_failure = 'release' and e.owner_token <> $2
-        and (e.reserved_at < now() - $1 * interval '1 millisecond'
-             or not exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
-                              and l.objid = e.owner_token::oid and l.objsubid = 2 and l.granted))
+        and (e.reserved_at < now() - $1 * interval '1 millisecond' or ${runnerIsGone('e.owner_token')})
       returning key`,
     listEffects: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at
       from ${s}.effects where ($1::text is null or state = $1) order by updated_at desc limit $2`,
@@ -129,12 +129,10 @@ export function processingSql(s: string) {
       on conflict (processor, runner_token) do update set heartbeat_at = now()`,
     /** Runners of a processor whose liveness lock is held: exact, no heartbeat timeout to wait out. */
     liveRunners: `select count(*)::int as n from ${s}.processor_runners r
-      where r.processor = $1 and exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
-                                           and l.objid = r.runner_token::oid and l.objsubid = 2 and l.granted)`,
+      where r.processor = $1 and not ${runnerIsGone('r.runner_token')}`,
     forgetRunner: `delete from ${s}.processor_runners where processor = $1 and runner_token = $2`,
     forgetDeadRunners: `delete from ${s}.processor_runners r
-      where r.processor = $1 and not exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
-                                               and l.objid = r.runner_token::oid and l.objsubid = 2 and l.granted)`,
+      where r.processor = $1 and ${runnerIsGone('r.runner_token')}`,
   } as const;
 }
 

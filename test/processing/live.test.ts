@@ -1,30 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { commissionProcessor } from '../../src/demo/commission.js';
-import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
+import { sellerNotifierClient } from '../../src/demo/seller-notifier.js';
 import { effectLedger } from '../../src/processing/effect-admin.js';
 import { runLive } from '../../src/processing/live-runner.js';
 import { parkedEvents } from '../../src/processing/parking.js';
 import { defineProcessor } from '../../src/processing/processor.js';
 import { runReplay } from '../../src/processing/replay-runner.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
-import { backends, freshSchema, postgresBackend, type Backend } from '../support/databases.js';
+import { backends, postgresBackend } from '../support/databases.js';
+import { notifierForFile } from '../support/notifier.js';
 import { commissions, makeOrders, payOrders } from '../support/orders.js';
 
 const keep = { 'notify-seller': { mode: 'apply', onFailure: 'keep' } } as const;
 const release = { 'notify-seller': { mode: 'apply', onFailure: 'release' } } as const;
 
-let notifier: SellerNotifier;
-beforeAll(async () => {
-  notifier = await startSellerNotifier({ deduplicates: false });
-});
-afterAll(() => notifier.close());
-
-async function storeOn(backend: Backend): Promise<EventStore> {
-  const { db, schema } = await freshSchema(backend);
-  notifier.sent.length = 0;
-  notifier.behaviour.failNext = undefined;
-  return createEventStore(db, { schema });
-}
+const files = notifierForFile();
+const storeOn = files.storeOn;
 
 async function until(condition: () => Promise<boolean> | boolean, what: string, ms = 20_000): Promise<void> {
   const start = Date.now();
@@ -37,20 +27,20 @@ async function until(condition: () => Promise<boolean> | boolean, what: string, 
 describe.each(backends())('live runs on $name', (backend) => {
   it('handles events as they are appended, state and effects once, and resumes from its checkpoint', async () => {
     const store = await storeOn(backend);
-    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
     await payOrders(store, makeOrders(5, 'a'));
     const runner = await runLive(processor, { store, policy: keep, pollIntervalMs: 50 });
-    await until(() => notifier.sent.length === 5, 'the first five notifications');
+    await until(() => files.notifier().sent.length === 5, 'the first five notifications');
     await payOrders(store, makeOrders(5, 'b'));
-    await until(() => notifier.sent.length === 10, 'five more');
+    await until(() => files.notifier().sent.length === 10, 'five more');
     await runner.stop();
     expect((await commissions(store)).size).toBe(10);
 
     await payOrders(store, makeOrders(3, 'c'));
     const again = await runLive(processor, { store, policy: keep, pollIntervalMs: 50 });
-    await until(() => notifier.sent.length === 13, 'the events appended while stopped');
+    await until(() => files.notifier().sent.length === 13, 'the events appended while stopped');
     await again.stop();
-    expect(new Set(notifier.sent.map((n) => n.orderId)).size).toBe(13);
+    expect(new Set(files.notifier().sent.map((n) => n.orderId)).size).toBe(13);
   });
 
   it('parks a failing event, holds its stream’s later events behind it, and lets other streams go on', async () => {
@@ -130,13 +120,13 @@ describe.each(backends())('live runs on $name', (backend) => {
   it('reserves an effect once when a live run and a replay race on the same events', async () => {
     const store = await storeOn(backend);
     await payOrders(store, makeOrders(40));
-    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
     const runner = await runLive(processor, { store, policy: keep, pollIntervalMs: 20, batchSize: 5 });
     await runReplay(processor, { store, runId: 'racer', policy: keep, batchSize: 5 });
     await until(async () => (await effectLedger(store).list({ state: 'done' })).length === 40, 'every effect done');
     await runner.stop();
-    expect(notifier.sent).toHaveLength(40);
-    expect(new Set(notifier.sent.map((n) => n.idempotencyKey)).size).toBe(40);
+    expect(files.notifier().sent).toHaveLength(40);
+    expect(new Set(files.notifier().sent.map((n) => n.idempotencyKey)).size).toBe(40);
   });
 });
 
@@ -181,7 +171,7 @@ describe.skipIf(!postgres)('live runners sharing work on real PostgreSQL', () =>
        values ($1, $2, 'notify-seller', 'reserved', 'dead', 'release', 12345), ($3, $4, 'notify-seller', 'reserved', 'dead', 'keep', 12345)`,
       [`${first!.id}:notify-seller`, first!.id, `${second!.id}:notify-seller`, second!.id],
     );
-    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
     const summary = await runReplay(processor, { store, runId: 'takeover', policy: { 'notify-seller': { mode: 'apply', onFailure: 'release' } } });
     expect(summary.counters).toMatchObject({ applied: 1, 'already-recorded': 1 });
     const effects = await effectLedger(store).list();

@@ -1,45 +1,35 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { commissionCents, commissionProcessor } from '../../src/demo/commission.js';
-import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
+import { sellerNotifierClient } from '../../src/demo/seller-notifier.js';
 import { effectLedger } from '../../src/processing/effect-admin.js';
 import { runReplay } from '../../src/processing/replay-runner.js';
 import { runDiff } from '../../src/processing/run-diff.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
-import { backends, freshSchema, type Backend } from '../support/databases.js';
+import { backends } from '../support/databases.js';
+import { notifierForFile } from '../support/notifier.js';
 import { commissions, makeOrders, payOrders } from '../support/orders.js';
 
 const apply = { 'notify-seller': { mode: 'apply', onFailure: 'keep' } } as const;
 const applyDedup = { 'notify-seller': { mode: 'apply', onFailure: 'release' } } as const;
 
-let notifier: SellerNotifier;
-beforeAll(async () => {
-  notifier = await startSellerNotifier({ deduplicates: false });
-});
-afterAll(() => notifier.close());
-
-async function storeOn(backend: Backend): Promise<EventStore> {
-  const { db, schema } = await freshSchema(backend);
-  notifier.sent.length = 0;
-  notifier.behaviour.failNext = undefined;
-  return createEventStore(db, { schema });
-}
+const files = notifierForFile();
+const storeOn = files.storeOn;
 
 describe.each(backends())('replay on $name', (backend) => {
   it('writes state and applies each effect once; a second run finds every effect already recorded', async () => {
     const store = await storeOn(backend);
     const orders = makeOrders(30);
     await payOrders(store, orders);
-    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
     const first = await runReplay(processor, { store, runId: 'r1', policy: apply, batchSize: 7 });
     expect(first.counters).toMatchObject({ events: 30, applied: 30, written: 30 });
-    expect(notifier.sent).toHaveLength(30);
+    expect(files.notifier().sent).toHaveLength(30);
     const stored = await commissions(store);
     for (const order of orders) expect(stored.get(order.orderId)).toEqual({ commissionCents: commissionCents(order.amountCents, order.percent), version: 1 });
 
     const second = await runReplay(processor, { store, runId: 'r2', policy: apply });
     expect(second.counters).toMatchObject({ events: 30, 'already-recorded': 30 });
     expect(second.counters.applied).toBeUndefined();
-    expect(notifier.sent).toHaveLength(30);
+    expect(files.notifier().sent).toHaveLength(30);
     expect((await effectLedger(store).list({ state: 'done' })).map((e) => e.key).sort()).toEqual(
       (await store.readAll()).map((event) => `${event.id}:notify-seller`).sort(),
     );
@@ -48,9 +38,9 @@ describe.each(backends())('replay on $name', (backend) => {
   it('suppresses and counts an effect type the policy does not name; never applies by default', async () => {
     const store = await storeOn(backend);
     await payOrders(store, makeOrders(5));
-    const summary = await runReplay(commissionProcessor(sellerNotifierClient(notifier.url)), { store, policy: {} });
+    const summary = await runReplay(commissionProcessor(sellerNotifierClient(files.notifier().url)), { store, policy: {} });
     expect(summary.counters).toMatchObject({ suppressed: 5, written: 5 });
-    expect(notifier.sent).toHaveLength(0);
+    expect(files.notifier().sent).toHaveLength(0);
     expect(await effectLedger(store).list()).toEqual([]);
   });
 
@@ -58,18 +48,18 @@ describe.each(backends())('replay on $name', (backend) => {
     const store = await storeOn(backend);
     const orders = makeOrders(6);
     await payOrders(store, orders);
-    const buggy = commissionProcessor(sellerNotifierClient(notifier.url), { divisor: 1000 });
+    const buggy = commissionProcessor(sellerNotifierClient(files.notifier().url), { divisor: 1000 });
     await runReplay(buggy, { store, runId: 'live-ish', policy: apply, toPosition: (await store.readAll())[3]!.position });
     // Version 2 of order o5 arrives: the replay must not propose to overwrite it.
     await store.append('order-o5', [{ type: 'order.paid', data: { ...orders[5]!, amountCents: 99_999 } }]);
     await runReplay(buggy, { store, runId: 'live-v2', policy: apply, fromPosition: (await store.readAll()).at(-1)!.position });
     const before = await commissions(store);
-    const sentBefore = notifier.sent.length;
+    const sentBefore = files.notifier().sent.length;
 
-    const fixed = commissionProcessor(sellerNotifierClient(notifier.url));
+    const fixed = commissionProcessor(sellerNotifierClient(files.notifier().url));
     const summary = await runReplay(fixed, { store, runId: 'sim', policy: apply, simulate: true, to: new Date('2026-10-15T00:00:00Z') });
     expect(await commissions(store)).toEqual(before);
-    expect(notifier.sent.length).toBe(sentBefore);
+    expect(files.notifier().sent.length).toBe(sentBefore);
     expect(summary.counters).toMatchObject({ 'already-recorded': 4, 'would-apply': 2 });
     const diff = await runDiff(store, 'sim');
     expect(diff.map((row) => row.key)).toEqual(['o0', 'o1', 'o2', 'o3', 'o4']);
@@ -88,7 +78,7 @@ describe.each(backends())('replay on $name', (backend) => {
       { type: 'order.paid', data: { ...order! } },
       { type: 'order.paid', data: { ...order!, amountCents: 50_000 } },
     ]);
-    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
     await runReplay(processor, { store, runId: 'v2-first', policy: {}, fromPosition: (await store.readAll())[1]!.position });
     const summary = await runReplay(processor, { store, runId: 'v1-later', policy: {}, toPosition: (await store.readAll())[0]!.position });
     expect(summary.counters).toMatchObject({ 'ignored-newer-version': 1 });
@@ -98,22 +88,22 @@ describe.each(backends())('replay on $name', (backend) => {
   it('marks an effect uncertain when a non-deduplicating provider fails after sending, and resolve clears it', async () => {
     const store = await storeOn(backend);
     await payOrders(store, makeOrders(3));
-    notifier.behaviour.failNext = { when: 'after-send', count: 1 };
-    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    files.notifier().behaviour.failNext = { when: 'after-send', count: 1 };
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
     const summary = await runReplay(processor, { store, runId: 'u1', policy: apply, effectConcurrency: 1 });
     expect(summary.counters).toMatchObject({ applied: 2, uncertain: 1 });
-    expect(notifier.sent).toHaveLength(3);
+    expect(files.notifier().sent).toHaveLength(3);
     const effects = effectLedger(store);
     const [uncertain] = await effects.list({ state: 'uncertain' });
     expect(uncertain).toMatchObject({ effectType: 'notify-seller', onFailure: 'keep' });
 
     // A new run does not send it again: it left the automatic flow.
     await runReplay(processor, { store, runId: 'u2', policy: apply });
-    expect(notifier.sent).toHaveLength(3);
+    expect(files.notifier().sent).toHaveLength(3);
 
     await effects.resolve(uncertain!.key, 'retry');
     await runReplay(processor, { store, runId: 'u3', policy: apply });
-    expect(notifier.sent).toHaveLength(4);
+    expect(files.notifier().sent).toHaveLength(4);
     expect(await effects.list({ state: 'uncertain' })).toEqual([]);
     await expect(effects.resolve(uncertain!.key, 'done')).rejects.toMatchObject({ code: 'RASTRO_EFFECT_STATE' });
   });
@@ -121,8 +111,8 @@ describe.each(backends())('replay on $name', (backend) => {
   it('releases the reservation when a deduplicating provider fails, parks the event, and a retry sends it', async () => {
     const store = await storeOn(backend);
     await payOrders(store, makeOrders(2));
-    notifier.behaviour.failNext = { when: 'before-send', count: 1 };
-    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    files.notifier().behaviour.failNext = { when: 'before-send', count: 1 };
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
     const summary = await runReplay(processor, { store, runId: 'rel', policy: applyDedup, effectConcurrency: 1 });
     expect(summary.counters).toMatchObject({ applied: 1, 'released-after-failure': 1, parked: 1 });
     expect(await effectLedger(store).list({ state: 'reserved' })).toEqual([]);
@@ -131,24 +121,24 @@ describe.each(backends())('replay on $name', (backend) => {
     const [event] = await parked.list({ runId: 'rel' });
     expect(event).toMatchObject({ reason: 'failed', error: expect.stringContaining('503') });
     expect(await parked.retry(processor, event!.eventId)).toEqual({ handled: 1, stillParked: 0 });
-    expect(notifier.sent).toHaveLength(2);
+    expect(files.notifier().sent).toHaveLength(2);
     expect(await parked.list({ runId: 'rel' })).toEqual([]);
   });
 
   it('continues a run id from its checkpoint', async () => {
     const store = await storeOn(backend);
     await payOrders(store, makeOrders(10));
-    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
     const seen: number[] = [];
     await runReplay(processor, { store, runId: 'again', policy: apply, batchSize: 4, toPosition: (await store.readAll())[5]!.position, onProgress: (p) => seen.push(p.done) });
     const summary = await runReplay(processor, { store, runId: 'again', policy: apply, batchSize: 4 });
     expect(summary.counters).toMatchObject({ events: 10, applied: 10 });
-    expect(notifier.sent).toHaveLength(10);
+    expect(files.notifier().sent).toHaveLength(10);
   });
 
   it('rejects a bad policy, run id or window before touching anything', async () => {
     const store = await storeOn(backend);
-    const processor = commissionProcessor(sellerNotifierClient(notifier.url));
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
     await expect(runReplay(processor, { store, policy: { x: { mode: 'always' } } as never })).rejects.toMatchObject({ field: 'policy.x.mode' });
     await expect(runReplay(processor, { store, policy: {}, runId: 'live:x' })).rejects.toMatchObject({ field: 'runId' });
     await expect(runReplay(processor, { store, policy: {}, from: new Date('2026-01-02'), to: new Date('2026-01-01') })).rejects.toMatchObject({ field: 'to' });
