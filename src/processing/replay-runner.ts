@@ -24,7 +24,7 @@ export interface ReplayOptions {
   toPosition?: number;
   policy: EffectPolicy;
   simulate?: boolean;
-  /** @defaultValue 500 */
+  /** Events per batch: one reservation round trip, one probe, one commit per batch. @defaultValue 1000 */
   batchSize?: number;
   /** @defaultValue 5 minutes */
   leaseMs?: number;
@@ -107,17 +107,24 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
       await tx.query(sql.saveCheckpoints, [runId, [0], last.txOrder, last.position]);
     };
     const counters = new Counters();
+    const limit = options.batchSize ?? 1000;
+    const read = (after: typeof checkpoint) => readRunBatch(db, sql, processor, range, after, limit);
     let done = 0;
+    // The next batch is read while this one is processed: reading events needs none of its state.
+    let next = read(checkpoint);
     for (;;) {
-      const events = await readRunBatch(db, sql, processor, range, checkpoint, options.batchSize ?? 500);
+      const events = await next;
       if (events.length === 0) {
         if (!(await rangeHeldBack(db, sql, processor, range))) break;
         await new Promise((resolve) => setTimeout(resolve, 100));
+        next = read(checkpoint);
         continue;
       }
+      checkpoint = events[events.length - 1]!;
+      next = read(checkpoint);
+      next.catch(() => undefined);
       const batch = await processEvents(run, events, save);
       for (const [name, value] of batch.entries()) counters.add(name, value);
-      checkpoint = events[events.length - 1]!;
       done += events.length;
       options.onProgress?.({ done, total, counters });
     }

@@ -84,6 +84,8 @@ export function processingSql(s: string) {
     reserve: `insert into ${s}.effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
       select k.key, k.event_id, k.effect_type, 'reserved', $5, k.on_failure, $6
         from unnest($1::text[], $2::uuid[], $3::text[], $4::text[]) as k(key, event_id, effect_type, on_failure)
+       -- Settled effects are skipped before the insert: a conflict would lock (and write) their rows.
+       where not exists (select 1 from ${s}.effects e where e.key = k.key and e.state <> 'reserved')
       on conflict (key) do update
         set run_id = excluded.run_id, owner_token = excluded.owner_token, on_failure = excluded.on_failure, reserved_at = now(), updated_at = now()
         where ${s}.effects.state = 'reserved' and excluded.on_failure = 'release'

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Queryable } from '../db/database.js';
 import { guardAllows, type GuardValues } from './guards.js';
 import type { Counters, RunContext } from './run-context.js';
@@ -55,8 +56,8 @@ export class StateBuffer {
     const stored = this.stored.get(id) ?? undefined;
     const applies = guardAllows(this.latest.get(id) ?? stored, write.guard);
     if (applies) this.latest.set(id, write.guard);
-    // Simulate: a key whose stored row is newer than the event is not a difference.
-    if (this.run.simulate && guardAllows(stored, write.guard)) {
+    // Simulate: a key whose stored row is newer than the event, or that would not change, is not a difference.
+    if (this.run.simulate && guardAllows(stored, write.guard) && !isDeepStrictEqual(stored?.doc, write.doc)) {
       this.diffs.set(id, { projection: write.projection, key: write.key, before: stored?.doc ?? null, after: write.doc });
     }
     return applies;
@@ -72,7 +73,20 @@ export class StateBuffer {
       const current = winners.get(id);
       if (!current || guardAllows(current.guard, write.guard)) winners.set(id, write);
     }
-    const chosen = [...winners.values()];
+    // A write that would store what is already there (same guard, same document) is left out:
+    // the upsert would still lock and rewrite the row. A replay of unchanged code hits this.
+    let unchanged = 0;
+    const chosen = [...winners.values()].filter((write) => {
+      const stored = this.stored.get(rowKey(write.projection, write.key));
+      const same = !!stored && stored.version === write.guard.version && stored.observedAt?.getTime() === write.guard.observedAt?.getTime() && isDeepStrictEqual(stored.doc, write.doc);
+      if (same) unchanged++;
+      return !same;
+    });
+    if (chosen.length === 0) {
+      counters.add('written', unchanged);
+      counters.add('ignored-newer-version', writes.length - unchanged);
+      return;
+    }
     const { rows } = await tx.query<{ projection: string; key: string }>(this.run.sql.upsert, [
       chosen.map((write) => write.projection),
       chosen.map((write) => write.key),
@@ -81,8 +95,8 @@ export class StateBuffer {
       chosen.map((write) => write.guard.observedAt?.toISOString() ?? null),
       chosen.map((write) => write.eventId),
     ]);
-    counters.add('written', rows.length);
-    counters.add('ignored-newer-version', writes.length - rows.length);
+    counters.add('written', rows.length + unchanged);
+    counters.add('ignored-newer-version', writes.length - rows.length - unchanged);
   }
 
   private async commitDiffs(tx: Queryable): Promise<void> {
