@@ -71,6 +71,20 @@ describe.each(backends())('replay on $name', (backend) => {
     }
   });
 
+  it('records no diff when simulating the code that wrote the state, and rewrites nothing on a real rerun', async () => {
+    const store = await storeOn(backend);
+    await payOrders(store, makeOrders(8));
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
+    await runReplay(processor, { store, runId: 'first', policy: apply });
+    const summary = await runReplay(processor, { store, runId: 'same-code', policy: apply, simulate: true });
+    expect(summary.counters).toMatchObject({ 'already-recorded': 8 });
+    expect(await runDiff(store, 'same-code')).toEqual([]);
+    const before = (await store.db.query<{ updated_at: Date }>(`select updated_at from "${store.schema}".projections order by key`)).rows;
+    const rerun = await runReplay(processor, { store, runId: 'rerun', policy: apply });
+    expect(rerun.counters).toMatchObject({ written: 8, 'already-recorded': 8 });
+    expect((await store.db.query<{ updated_at: Date }>(`select updated_at from "${store.schema}".projections order by key`)).rows).toEqual(before);
+  });
+
   it('never overwrites state written by a newer version, and counts it', async () => {
     const store = await storeOn(backend);
     const [order] = makeOrders(1);
