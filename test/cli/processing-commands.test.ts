@@ -17,8 +17,9 @@ let seller: SellerNotifier;
 let dataDir: string;
 let policyFile: string;
 
-async function rastro(args: string[], env: Record<string, string> = {}) {
+async function rastro(args: string[], env: Record<string, string> = {}, cwd?: string) {
   return run(process.execPath, [CLI, ...args], {
+    cwd,
     env: { ...process.env, DATABASE_URL: '', RASTRO_DATA_DIR: dataDir, RASTRO_DEMO_NOTIFIER_URL: seller.url, ...env },
   });
 }
@@ -88,6 +89,19 @@ describe('the processing commands on the embedded database', () => {
     expect(retried.stdout).toContain('1 handled, 0 still parked');
     expect((await rastro(['parked', 'list'])).stdout).toContain('no parked events');
     expect((await rastro(['sweep'])).stdout).toContain('abandoned reservations: 0 moved to uncertain');
+  });
+
+  it('loads processors from rastro.config.mjs in the working directory', async () => {
+    const project = await mkdtemp(join(tmpdir(), 'rastro-project-'));
+    await writeFile(
+      join(project, 'rastro.config.mjs'),
+      `import { defineProcessor } from ${JSON.stringify(join(import.meta.dirname, '../../dist/index.js'))};
+       export default { processors: [defineProcessor({ name: 'from-config', handlers: { 'order.paid': async (event, ctx) => {
+         await ctx.upsert('configured', event.streamId, { ok: true }, { version: event.streamVersion });
+       } } })] };`,
+    );
+    const replay = await rastro(['replay', 'from-config', '--run-id', 'cfg'], {}, project);
+    expect(replay.stdout).toMatch(/written\s+5/);
   });
 
   it('refuses bad input with a clear message and exit code 1', async () => {
