@@ -7,8 +7,9 @@ import { assertReachable, describeUrl } from './shared/database.js';
 import { median } from './shared/measure.js';
 import { markdownTable, summarize, textTable, writeDocSection, writeResults } from './shared/report.js';
 import { eventStoreSection } from './event-store/section.js';
+import { httpApiSection } from './http-api/section.js';
 
-const SECTIONS = [eventStoreSection];
+const SECTIONS = [eventStoreSection, httpApiSection];
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
 const RESULTS_PATH = fileURLToPath(new URL('./results.json', import.meta.url));
 const DOC_PATH = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url));
@@ -34,18 +35,21 @@ async function runSection(section) {
       const started = Date.now();
       const results = await runChild(contender, run);
       samples[contender.name].push(results);
-      const values = section.rows.map((row) => Math.round(results[row.key])).join(', ');
+      const values = Object.entries(results)
+        .map(([key, value]) => `${key} ${value >= 100 ? Math.round(value) : value.toFixed(1)}`)
+        .join(', ');
       console.error(`${section.name}: run ${run}/${RUNS} ${contender.name} in ${((Date.now() - started) / 1000).toFixed(1)} s: ${values}`);
     }
   }
   const medians = {};
   for (const [name, runs] of Object.entries(samples)) {
-    medians[name] = Object.fromEntries(section.rows.map((row) => [row.key, median(runs.map((results) => results[row.key]))]));
+    const keys = Object.keys(runs[0]);
+    medians[name] = Object.fromEntries(keys.map((key) => [key, median(runs.map((results) => results[key]))]));
   }
-  return summarize(section, medians);
+  return { lines: summarize(section, medians), medians };
 }
 
-function docBody(section, lines, serverVersion) {
+function docBody(section, { lines, medians }, serverVersion) {
   return `
 Command:
 
@@ -58,10 +62,9 @@ settings on the same machine, Node ${process.version}. Median of ${RUNS} runs, m
 
 ${markdownTable(section, lines)}
 
-Targets: single-event append ≥ 0.8× raw insert at the same concurrency; batch append ≥ 0.8× raw
-multi-row insert; readAll ≥ 0.6× raw scan; ahead of Emmett on every row.
+${section.targets.trim()}
 
-${section.notes.trim()}
+${(typeof section.notes === 'function' ? section.notes(medians) : section.notes).trim()}
 `;
 }
 
@@ -72,10 +75,12 @@ async function main() {
   const serverVersion = await assertReachable();
   console.error(`PostgreSQL ${serverVersion} at ${describeUrl()}, ${RUNS} runs per contender`);
   for (const section of sections) {
-    const lines = await runSection(section);
-    console.log(`\n${section.title}\n\n${textTable(section, lines)}\n`);
-    await writeResults(RESULTS_PATH, section, lines);
-    await writeDocSection(DOC_PATH, section.title, docBody(section, lines, serverVersion));
+    const started = Date.now();
+    const summary = await runSection(section);
+    console.log(`\n${section.title}\n\n${textTable(section, summary.lines)}\n`);
+    console.error(`${section.name}: ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    await writeResults(RESULTS_PATH, section, summary.lines);
+    await writeDocSection(DOC_PATH, section.title, docBody(section, summary, serverVersion));
   }
 }
 

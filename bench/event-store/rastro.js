@@ -19,6 +19,10 @@ async function openRastro(run) {
       return { count: events.length, after: events.at(-1) };
     },
     analyze: () => db.query(`analyze ${schema}.events; analyze ${schema}.streams`),
+    // Waits (up to a minute) until no transaction in the cluster holds readAll back.
+    async settle() {
+      for (let waited = 0; (await store.readerDelay()).heldBack > 0 && waited < 60_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    },
     async close() {
       await db.query(`drop schema ${schema} cascade`);
       await db.close();

@@ -4,27 +4,8 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { runContender } from '../shared/contender.js';
 import { DATABASE_URL } from '../shared/database.js';
+import { eventsTableSql, rawTypes } from '../shared/raw-events.js';
 import { runEventStoreWorkload } from './workload.js';
-
-// Same result parsing as rastro: int8 as number, jsonb through pg's JSON.parse.
-const types = { getTypeParser: (oid, format) => (oid === 20 ? Number : pg.types.getTypeParser(oid, format)) };
-
-const tableSql = (s) => `
-create table ${s}.events (
-  position bigint generated always as identity,
-  tx_order bigint not null,
-  stream_id text not null,
-  stream_version bigint not null,
-  id uuid not null,
-  type text not null,
-  data jsonb not null,
-  metadata jsonb not null default '{}'::jsonb,
-  occurred_at timestamptz not null,
-  recorded_at timestamptz not null default now(),
-  constraint events_pkey primary key (stream_id, stream_version),
-  constraint events_id_key unique (id)
-);
-create index events_tx_order_position on ${s}.events (tx_order, position);`;
 
 /** One multi-row insert: $1 is the stream, then six parameters per event. */
 function insertSql(s, count) {
@@ -37,8 +18,8 @@ function insertSql(s, count) {
 
 async function openRaw(run) {
   const schema = `bench_raw_${run}`;
-  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10, types });
-  await pool.query(`drop schema if exists ${schema} cascade; create schema ${schema}; ${tableSql(schema)}`);
+  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10, types: rawTypes });
+  await pool.query(`drop schema if exists ${schema} cascade; create schema ${schema}; ${eventsTableSql(schema)}`);
   const inserts = new Map();
   const insertText = (count) => inserts.get(count) ?? inserts.set(count, insertSql(schema, count)).get(count);
   const readSql = `select position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at

@@ -17,6 +17,10 @@ export const eventStoreSection = {
     { key: 'batchAppend', name: `${batch.size}-event batch append, 1 client`, unit: 'events/s', minRatio: 0.8 },
     { key: 'readAll', name: `read ${read.events.toLocaleString('en-US')} events in global order`, unit: 'events/s', minRatio: 0.6 },
   ],
+  targets: `
+Targets: single-event append ≥ 0.8× raw insert at the same concurrency; batch append ≥ 0.8× raw
+multi-row insert; readAll ≥ 0.6× raw scan; ahead of Emmett on every row.
+`,
   notes: `
 Each contender runs in its own Node process, in a fresh schema (\`bench_raw_N\`, \`bench_rastro_N\`)
 or, for Emmett, which has no schema option, a fresh database (\`bench_emmett_N\`). Runs are
@@ -38,6 +42,10 @@ Rows, in the order they run against one store:
 
 1. **${batch.size}-event batch append**: ${batch.warmupBatches} warm-up batches, then ${batch.batches.toLocaleString('en-US')} timed batches, each to a new stream, one client.
 2. **read**: ${read.warmupEvents.toLocaleString('en-US')} warm-up events, then the first ${read.events.toLocaleString('en-US')} events of the log in global order, ${read.pageSize.toLocaleString('en-US')} per page, after \`ANALYZE\` of the contender's tables. Pages of 5,000 and 10,000 read no faster than 1,000.
+   rastro delivers only events below the oldest transaction running in the whole cluster, so
+   before the timed read the bench waits until no transaction holds its log back; an empty page
+   during the read (another client's transaction on the same server) is waited out, that wait
+   counts in the time, and bench/run.js prints it per run as \`readHeldBackMs\`.
 3. **single-event append**: every client owns ${single.streamsPerClient} streams, created by a
    warm-up; then for ${single.durationMs / 1000} s each client appends one event at a time to one of
    its streams chosen at random, with that stream's exact expected version. The 8-client row runs 8

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { opsPerSecond, secondsOf } from '../shared/measure.js';
 
 /** Sizes shared by every contender, so each one does the same work. */
@@ -25,22 +26,47 @@ async function batchAppend(store) {
   return (batches * size) / seconds;
 }
 
+const HELD_BACK_TIMEOUT_MS = 60_000;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Reads `total` events page by page; returns the milliseconds spent waiting on empty pages.
+ * rastro delivers only events below the oldest transaction running in the cluster, so another
+ * client's open transaction (on the same PostgreSQL) can hold a page back until it ends: an empty
+ * page is waited out, not taken for the end of the log.
+ */
 async function readEvents(store, total) {
   const { pageSize } = WORKLOAD.read;
   let after = null;
   let read = 0;
+  let heldBackMs = 0;
+  let waitingSince = null;
   while (read < total) {
     const page = await store.readPage(after, Math.min(pageSize, total - read));
-    if (page.count === 0) throw new Error(`the log ended after ${read} events, ${total} expected`);
+    if (page.count === 0) {
+      waitingSince ??= performance.now();
+      if (performance.now() - waitingSince > HELD_BACK_TIMEOUT_MS) {
+        throw new Error(`the log ended after ${read} events, ${total} expected (nothing more for ${HELD_BACK_TIMEOUT_MS / 1000} s)`);
+      }
+      await sleep(2);
+      continue;
+    }
+    if (waitingSince !== null) heldBackMs += performance.now() - waitingSince;
+    waitingSince = null;
     read += page.count;
     after = page.after;
   }
+  return heldBackMs;
 }
 
 async function readAll(store) {
   await readEvents(store, WORKLOAD.read.warmupEvents);
-  const seconds = await secondsOf(() => readEvents(store, WORKLOAD.read.events));
-  return WORKLOAD.read.events / seconds;
+  await store.settle?.();
+  let heldBackMs = 0;
+  const seconds = await secondsOf(async () => {
+    heldBackMs = await readEvents(store, WORKLOAD.read.events);
+  });
+  return { rate: WORKLOAD.read.events / seconds, heldBackMs };
 }
 
 /** Each client owns its streams; a warm-up creates them, then appends pick one at random. */
@@ -65,7 +91,8 @@ async function singleAppend(store, clients, prefix) {
  * - `append(streamId, version, events)`: `version` is the stream's current version, 0 for a new
  *   stream, used as the expected version;
  * - `readPage(after, limit)` returns `{ count, after }`, `after` being null at the start;
- * - `analyze()` refreshes planner statistics of its tables, `close()` ends its connections.
+ * - `analyze()` refreshes planner statistics of its tables, `close()` ends its connections;
+ * - optionally `settle()`, which resolves once no running transaction holds its reads back.
  *
  * Runs every event-store scenario on one such store, closes it, and returns `{ rowKey: value }`.
  */
@@ -76,7 +103,8 @@ export async function runEventStoreWorkload(store) {
     const read = await readAll(store);
     const single1 = await singleAppend(store, 1, 'one');
     const single8 = await singleAppend(store, 8, 'eight');
-    return { singleAppend1: single1, singleAppend8: single8, batchAppend: batch, readAll: read };
+    // readHeldBackMs is no row: bench/run.js prints it with each run, to tell a slow read from a held-back one.
+    return { singleAppend1: single1, singleAppend8: single8, batchAppend: batch, readAll: read.rate, readHeldBackMs: read.heldBackMs };
   } finally {
     await store.close();
   }

@@ -18,7 +18,7 @@ export async function runContender(measure) {
 }
 
 /** The stack and causes only: drivers attach whole connection objects to their errors. */
-function describeError(err) {
+export function describeError(err) {
   const lines = [];
   for (let current = err; current; current = current.cause) {
     lines.push(current instanceof Error ? `${current.stack}${current.code ? ` (code ${current.code})` : ''}` : String(current));

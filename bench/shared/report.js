@@ -8,49 +8,75 @@ const ratio = (value) => `${value.toFixed(2)}×`;
  * One line per row from the medians: `medians[contender][rowKey]`. A section names the
  * contender it measures (`subject`), the one it is measured against (`baseline`) and
  * optionally a `rival` it should beat.
+ *
+ * A row may measure against something else than the baseline contender: `baseline: { label,
+ * value }` (a fixed number such as a target) or `baseline: { label, contender, key }` (another
+ * median). `minRatio` is a floor on value/baseline (throughput), `maxRatio` a ceiling that the
+ * ratio must stay under (latency); `target` replaces the target text. Rows without either have
+ * no verdict.
  */
 export function summarize(section, medians) {
   const { baseline, subject, rival } = section;
   return section.rows.map((row) => {
     const value = medians[subject][row.key];
-    const base = medians[baseline][row.key];
-    const line = { ...row, value, baseline: base, ratio: value / base };
+    const base = row.baseline
+      ? (row.baseline.value ?? medians[row.baseline.contender ?? subject][row.baseline.key])
+      : medians[baseline][row.key];
+    const line = { ...row, value, baseline: base, baselineOf: row.baseline?.label ?? baseline, ratio: value / base };
     if (rival) {
       line.rival = medians[rival][row.key];
       line.rivalRatio = value / line.rival;
     }
     const misses = [];
     if (row.minRatio !== undefined && line.ratio < row.minRatio) misses.push(`below ${row.minRatio}× ${baseline}`);
+    if (row.maxRatio !== undefined && line.ratio >= row.maxRatio) misses.push(`not under ${row.maxRatio === 1 ? '' : `${row.maxRatio}× `}${line.baselineOf}`);
     if (rival && line.rivalRatio < 1) misses.push(`behind ${rival}`);
-    line.verdict = misses.length === 0 ? 'met' : `MISSED: ${misses.join(', ')}`;
+    const judged = row.minRatio !== undefined || row.maxRatio !== undefined || rival;
+    line.verdict = !judged ? '—' : misses.length === 0 ? 'met' : `MISSED: ${misses.join(', ')}`;
     return line;
   });
 }
 
+/** Sections whose rows measure against different things show the baseline's name per row. */
+const namedBaselines = (section) => section.rows.some((row) => row.baseline);
+
+function targetText(section, line) {
+  if (line.target !== undefined) return line.target;
+  if (line.minRatio !== undefined) return `≥ ${line.minRatio}× ${section.baseline}${section.rival ? `, > ${section.rival}` : ''}`;
+  if (line.maxRatio !== undefined) return `< ${line.maxRatio}× ${line.baselineOf}`;
+  return '—';
+}
+
 function cells(section, line) {
-  const target = line.minRatio === undefined ? '' : `≥ ${line.minRatio}× ${section.baseline}${section.rival ? `, > ${section.rival}` : ''}`;
-  const out = [line.name, line.unit, number(line.baseline), number(line.value), ratio(line.ratio)];
+  const out = namedBaselines(section)
+    ? [line.name, line.unit, line.baselineOf, number(line.baseline), number(line.value), ratio(line.ratio)]
+    : [line.name, line.unit, number(line.baseline), number(line.value), ratio(line.ratio)];
   if (section.rival) out.push(number(line.rival), ratio(line.rivalRatio));
-  return [...out, target, line.verdict];
+  return [...out, targetText(section, line), line.verdict];
 }
 
 function headers(section) {
   const { baseline, subject, rival } = section;
-  const out = ['name', 'unit', baseline, subject, `${subject}/${baseline}`];
+  const out = namedBaselines(section)
+    ? ['name', 'unit', 'baseline', 'baseline value', subject, `${subject}/baseline`]
+    : ['name', 'unit', baseline, subject, `${subject}/${baseline}`];
   if (rival) out.push(rival, `${subject}/${rival}`);
   return [...out, 'target', 'result'];
 }
 
+/** Cells that are text, not numbers: left-aligned. */
+const textColumn = (section, i, count) => i < (namedBaselines(section) ? 3 : 2) || i >= count - 2;
+
 export function textTable(section, lines) {
   const rows = [headers(section), ...lines.map((line) => cells(section, line))];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
-  const format = (row) => row.map((cell, i) => (i < 2 || i >= row.length - 2 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
+  const format = (row) => row.map((cell, i) => (textColumn(section, i, row.length) ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
   return [format(rows[0]), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.slice(1).map(format)].join('\n');
 }
 
 export function markdownTable(section, lines) {
   const head = headers(section);
-  const align = head.map((_, i) => (i < 2 || i >= head.length - 2 ? ':--' : '--:'));
+  const align = head.map((_, i) => (textColumn(section, i, head.length) ? ':--' : '--:'));
   return [head, align, ...lines.map((line) => cells(section, line))].map((row) => `| ${row.join(' | ')} |`).join('\n');
 }
 
@@ -59,6 +85,7 @@ export async function writeResults(path, section, lines) {
   const previous = existsSync(path) ? JSON.parse(await readFile(path, 'utf8')) : [];
   const entries = lines.map((line) => {
     const entry = { section: section.name, name: line.name, unit: line.unit, value: line.value, baseline: line.baseline, ratio: line.ratio };
+    if (line.baselineOf !== section.baseline) entry.baselineOf = line.baselineOf;
     if (section.rival) entry[section.rival] = line.rival;
     return entry;
   });
