@@ -8,8 +8,9 @@ import { median } from './shared/measure.js';
 import { markdownTable, summarize, textTable, writeDocSection, writeResults } from './shared/report.js';
 import { eventStoreSection } from './event-store/section.js';
 import { httpApiSection } from './http-api/section.js';
+import { processingSection } from './processing/section.js';
 
-const SECTIONS = [eventStoreSection, httpApiSection];
+const SECTIONS = [eventStoreSection, httpApiSection, processingSection];
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
 const RESULTS_PATH = fileURLToPath(new URL('./results.json', import.meta.url));
 const DOC_PATH = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url));

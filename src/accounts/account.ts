@@ -1,5 +1,4 @@
-import type { RecordedEvent } from '../store/event.js';
-import type { Snapshot } from '../store/snapshots.js';
+import type { FoldableEvent, Snapshot } from '../store/snapshots.js';
 
 export const ACCOUNT_OPENED = 'AccountOpened';
 export const ACCOUNT_DEPOSITED = 'AccountDeposited';
@@ -26,7 +25,7 @@ export function accountStreamId(accountId: string): string {
 
 export const ACCOUNT_STREAM_PREFIX = 'account-';
 
-function apply(state: AccountState | null, event: RecordedEvent): AccountState | null {
+function apply(state: AccountState | null, event: FoldableEvent): AccountState | null {
   const amount = typeof event.data.amount === 'number' ? event.data.amount : 0;
   switch (event.type) {
     case ACCOUNT_OPENED:
@@ -41,7 +40,7 @@ function apply(state: AccountState | null, event: RecordedEvent): AccountState |
 }
 
 /** Replays events on top of a snapshot. Returns null when the account was never opened. */
-export function foldAccount(accountId: string, snapshot: Snapshot<AccountState> | null, events: RecordedEvent[]): Account | null {
+export function foldAccount(accountId: string, snapshot: Snapshot<AccountState> | null, events: FoldableEvent[]): Account | null {
   let state = snapshot?.state ?? null;
   let version = snapshot?.version ?? 0;
   for (const event of events) {

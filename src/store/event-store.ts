@@ -153,7 +153,7 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
 
   async function runAppend(target: Queryable, streamId: string, events: PreparedEvent[], expected: ExpectedVersion) {
     const { text, extra } = appendText(expected);
-    const { rows } = await target.query<{ duplicate: boolean; stream_version: number | null; positions: number[] | null }>(
+    const { rows } = await target.query<{ stream_version: number | null; positions: number[] | null }>(
       text,
       [
       streamId,
@@ -193,15 +193,18 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     return { streamVersion: inOrder[inOrder.length - 1]!.stream_version, positions: inOrder.map((row) => row.position) };
   }
 
-  async function appendIn(target: Queryable, streamId: string, events: PreparedEvent[], expected: ExpectedVersion): Promise<AppendResult> {
+  /**
+   * Appends, or explains why nothing was appended: a retry of events already in the log (then
+   * the first result), or a version conflict. A retry that reaches the events insert fails on
+   * their unique id; inside a caller's transaction that needs a rollback to the savepoint first.
+   */
+  async function appendIn(target: Queryable, streamId: string, events: PreparedEvent[], expected: ExpectedVersion, savepoint: boolean): Promise<AppendResult> {
     try {
       const row = await runAppend(target, streamId, events, expected);
-      if (!row.duplicate && row.stream_version !== null && row.positions) {
-        return { streamVersion: row.stream_version, positions: row.positions };
-      }
+      if (row.stream_version !== null && row.positions) return { streamVersion: row.stream_version, positions: row.positions };
     } catch (err) {
-      // Two retries of the same batch racing past the duplicate check: the loser lands here.
       if (!isUniqueViolation(err, 'events_id_key')) throw err;
+      if (savepoint) await target.query('rollback to savepoint rastro_append');
     }
     return explainRefusal(target, streamId, events, expected);
   }
@@ -212,14 +215,14 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     const prepared = prepareEvents(events);
     const { tx } = options;
     if (!tx) {
-      const result = await appendIn(db, streamId, prepared, expected);
+      const result = await appendIn(db, streamId, prepared, expected, false);
       notifier.appended();
       return result;
     }
     // In the caller's transaction a failed statement would abort all of its work: contain it.
     await tx.query('savepoint rastro_append');
     try {
-      const result = await appendIn(tx, streamId, prepared, expected);
+      const result = await appendIn(tx, streamId, prepared, expected, true);
       await notifier.appendedIn(tx);
       await tx.query('release savepoint rastro_append');
       return result;

@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/database.js';
-import { toRecordedEvent, type EventRow, type RecordedEvent } from './event.js';
+import type { RecordedEvent } from './event.js';
 
 /** A stream's folded state at a version. */
 export interface Snapshot<State> {
@@ -7,24 +7,30 @@ export interface Snapshot<State> {
   state: State;
 }
 
+/** What folding a stream into state needs of each event. */
+export type FoldableEvent = Pick<RecordedEvent, 'streamVersion' | 'type' | 'data' | 'occurredAt'>;
+
 /** The latest snapshot of a stream, if any, and the events after it. */
 export interface StreamTail<State> {
   snapshot: Snapshot<State> | null;
-  events: RecordedEvent[];
+  events: FoldableEvent[];
 }
 
 /** Snapshot statements for one schema (`s` validated and quoted). */
 export function snapshotSql(s: string) {
   return {
-    /** One round trip: the snapshot row (kind 0) then the events after it (kind 1). */
+    /**
+     * One round trip: the snapshot row (kind 0), then the events after it with only what a fold
+     * needs. The constant upper bound keeps the planner on the primary key: with the lower bound
+     * alone it cannot know how many versions follow the snapshot and may scan the whole stream.
+     */
     tail: `with snap as (select version, state from ${s}.snapshots where stream_id = $1)
-      select 0 as kind, null::bigint as position, null::bigint as tx_order, $1 as stream_id, version as stream_version,
-             null::uuid as id, null::text as type, state as data, null::jsonb as metadata, null::timestamptz as occurred_at, null::timestamptz as recorded_at
+      select 0 as kind, version as stream_version, null::text as type, state as data, null::timestamptz as occurred_at
         from snap
       union all
-      select 1, position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at
+      select 1, stream_version, type, data, occurred_at
         from ${s}.events
-       where stream_id = $1 and stream_version > coalesce((select version from snap), 0)
+       where stream_id = $1 and stream_version > coalesce((select version from snap), 0) and stream_version <= 9007199254740991
       order by kind, stream_version`,
     save: `insert into ${s}.snapshots (stream_id, version, state) values ($1, $2, $3)
       on conflict (stream_id) do update set version = excluded.version, state = excluded.state, taken_at = now()
@@ -37,10 +43,15 @@ export function snapshotSql(s: string) {
 export type SnapshotSql = ReturnType<typeof snapshotSql>;
 
 export async function readStreamTail<State>(target: Queryable, sql: SnapshotSql, streamId: string): Promise<StreamTail<State>> {
-  const { rows } = await target.query<EventRow & { kind: number }>(sql.tail, [streamId], { prepare: true });
+  const { rows } = await target.query<{ kind: number; stream_version: number; type: string; data: Record<string, unknown>; occurred_at: Date }>(
+    sql.tail,
+    [streamId],
+    { prepare: true },
+  );
   const first = rows[0];
   const snapshot = first?.kind === 0 ? { version: first.stream_version, state: first.data as State } : null;
-  return { snapshot, events: (snapshot ? rows.slice(1) : rows).map(toRecordedEvent) };
+  const events = (snapshot ? rows.slice(1) : rows).map((row) => ({ streamVersion: row.stream_version, type: row.type, data: row.data, occurredAt: row.occurred_at }));
+  return { snapshot, events };
 }
 
 export async function saveSnapshot(target: Queryable, sql: SnapshotSql, streamId: string, snapshot: Snapshot<unknown>): Promise<void> {

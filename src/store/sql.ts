@@ -17,8 +17,6 @@ export function eventStoreSql(s: string) {
 with input as (
   select * from unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])
     with ordinality as input(id, type, data, metadata, occurred_at, n)
-), duplicate as (
-  select exists (select 1 from ${s}.events where id = any($2::uuid[])) as found
 ), stream as (
   ${streamCte}
 ), appended as (
@@ -28,29 +26,28 @@ with input as (
   order by input.n
   returning position
 )
-select (select found from duplicate) as duplicate,
-       (select version from stream) as stream_version,
+select (select version from stream) as stream_version,
        (select array_agg(position order by position) from appended) as positions`;
 
   return {
     /** $1 stream, $2..$6 event columns, $7 batch size; $8 expected version (exact only). */
     append: {
       any: appendWith(`insert into ${s}.streams as s (stream_id, version, tx_order)
-    select $1, $7, ${txOrderNow} where not (select found from duplicate)
+    values ($1, $7, ${txOrderNow})
     on conflict (stream_id) do update
       set version = s.version + excluded.version, tx_order = greatest(s.tx_order, excluded.tx_order)
     returning version, tx_order`),
       noStream: appendWith(`insert into ${s}.streams (stream_id, version, tx_order)
-    select $1, $7, ${txOrderNow} where not (select found from duplicate)
+    values ($1, $7, ${txOrderNow})
     on conflict (stream_id) do nothing
     returning version, tx_order`),
       exists: appendWith(`update ${s}.streams s
     set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow})
-    where s.stream_id = $1 and not (select found from duplicate)
+    where s.stream_id = $1
     returning version, tx_order`),
       exact: appendWith(`update ${s}.streams s
     set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow})
-    where s.stream_id = $1 and s.version = $8 and not (select found from duplicate)
+    where s.stream_id = $1 and s.version = $8
     returning version, tx_order`),
     },
 

@@ -131,6 +131,18 @@ describe.each(all)('append on $name', (backend) => {
     expect(rows.map((row) => row.id)).toEqual(['o-1']);
   });
 
+  it('returns the first result for a retry inside the caller’s transaction and keeps it usable', async () => {
+    const store = await storeOn(backend);
+    const batch = [{ ...paid(1), id: randomUUID() }];
+    const first = await store.append('s', batch);
+    await store.db.transaction(async (tx) => {
+      expect(await store.append('s', batch, { tx })).toEqual(first);
+      await store.append('s', [paid(2)], { tx, expectedVersion: 1 });
+    });
+    expect(await store.streamVersion('s')).toBe(2);
+    expect(await countEvents(store)).toBe(2);
+  });
+
   it('keeps the caller’s transaction usable after a refused append', async () => {
     const store = await storeOn(backend);
     await store.append('s', [paid(1)]);
