@@ -3,7 +3,7 @@ import { ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
 import { runEffectRound, recordEffectOutcomes, type EffectOutcomes, type EffectRequest } from './effect-round.js';
 import { toGuardValues } from './guards.js';
-import type { EffectOutcome, HandlerContext } from './processor.js';
+import { effectKey, type EffectOutcome, type HandlerContext } from './processor.js';
 import { Counters, type RunContext } from './run-context.js';
 import { StateBuffer, type ProbeRequest, type StateWrite } from './state-writes.js';
 
@@ -57,6 +57,7 @@ export class Batch {
   private onQuiet: (() => void) | undefined;
   private transaction: Queryable | undefined;
   private writeOrder = 0;
+  private ledger: Promise<Map<string, string>> | undefined;
 
   constructor(
     private readonly run: RunContext,
@@ -69,6 +70,14 @@ export class Batch {
 
   /** Runs the batch to its commit; resolves with the counters it persisted. */
   async execute(commit: BatchCommit): Promise<Counters> {
+    // The ledger entries this batch can meet (its events × the effect types the policy applies),
+    // read on another connection while the handlers run their first round.
+    const types = Object.entries(this.run.policy).filter(([, rule]) => rule.mode === 'apply').map(([type]) => type);
+    const keys = this.tasks.flatMap((task) => types.map((type) => effectKey(task.event.id, type)));
+    this.ledger = this.run.db
+      .query<{ key: string; state: string }>(this.run.sql.effectStates, [keys])
+      .then(({ rows }) => new Map(rows.map((row) => [row.key, row.state])));
+    this.ledger.catch(() => undefined);
     this.startStreams();
     await this.settle(this.run.db);
     try {
@@ -168,7 +177,7 @@ export class Batch {
         if (this.transaction) {
           const err = new ValidationError('ctx.effect', 'was called after the handler awaited ctx.tx; ask for effects first');
           requests.forEach((request) => request.settle({ error: err }));
-        } else await runEffectRound(this.run, requests, this.counters, this.outcomes);
+        } else await runEffectRound(this.run, requests, this.counters, this.outcomes, this.ledger!);
         continue;
       }
       if (this.probes.length > 0) {

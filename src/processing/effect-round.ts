@@ -33,18 +33,29 @@ async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise
  * One round of effects: reserve them all in one committed statement, then call the providers of
  * the reservations this run won. The intent is on disk before any call is made.
  */
-export async function runEffectRound(run: RunContext, requests: EffectRequest[], counters: Counters, outcomes: EffectOutcomes): Promise<void> {
-  const keys = requests.map((request) => effectKey(request.eventId, request.effectType));
-  if (run.simulate) {
-    const { rows } = await run.db.query<{ key: string }>(run.sql.existingEffects, [keys]);
-    const recorded = new Set(rows.map((row) => row.key));
-    requests.forEach((request, i) => {
-      const status = recorded.has(keys[i]!) ? 'already-recorded' : 'would-apply';
+export async function runEffectRound(
+  run: RunContext,
+  all: EffectRequest[],
+  counters: Counters,
+  outcomes: EffectOutcomes,
+  ledger: Promise<Map<string, string>>,
+): Promise<void> {
+  // The batch's ledger entries were read when it started: settled effects need no reservation.
+  const known = await ledger;
+  const requests: EffectRequest[] = [];
+  for (const request of all) {
+    const state = known.get(effectKey(request.eventId, request.effectType));
+    if (run.simulate) {
+      const status = state === undefined ? 'would-apply' : 'already-recorded';
       counters.add(status);
       request.settle({ ok: { status } });
-    });
-    return;
+    } else if (state === 'done' || state === 'uncertain') {
+      counters.add('already-recorded');
+      request.settle({ ok: { status: 'already-recorded' } });
+    } else requests.push(request);
   }
+  if (requests.length === 0) return;
+  const keys = requests.map((request) => effectKey(request.eventId, request.effectType));
   const { rows } = await run.db.query<{ key: string }>(run.sql.reserve, [
     keys,
     requests.map((request) => request.eventId),

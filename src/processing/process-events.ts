@@ -6,9 +6,8 @@ import { Counters, type CounterName, type RunContext } from './run-context.js';
 /** Writes where the run resumes, inside the batch's transaction. */
 export type SaveCheckpoint = (tx: Queryable, last: RecordedEvent) => Promise<void>;
 
-async function blockedStreams(run: RunContext, events: RecordedEvent[]): Promise<Set<string>> {
-  const streams = [...new Set(events.map((event) => event.streamId))];
-  const { rows } = await run.db.query<{ stream_id: string }>(run.sql.blockedStreams, [run.runId, streams]);
+async function blockedStreams(run: RunContext): Promise<Set<string>> {
+  const { rows } = await run.db.query<{ stream_id: string }>(run.sql.blockedStreams, [run.runId]);
   return new Set(rows.map((row) => row.stream_id));
 }
 
@@ -38,7 +37,7 @@ async function parkAlone(run: RunContext, event: RecordedEvent, failure: unknown
 export async function processEvents(run: RunContext, events: RecordedEvent[], save: SaveCheckpoint, options: { retryingParked?: boolean } = {}): Promise<Counters> {
   if (events.length === 0) return new Counters();
   try {
-    const blocked = options.retryingParked ? new Set<string>() : await blockedStreams(run, events);
+    const blocked = options.retryingParked ? new Set<string>() : await blockedStreams(run);
     return await new Batch(run, events, blocked).execute({ saveCheckpoint: save });
   } catch (err) {
     if (!(err instanceof BatchNeedsSplitting)) throw err;

@@ -91,7 +91,8 @@ export function processingSql(s: string) {
         where ${s}.effects.state = 'reserved' and excluded.on_failure = 'release'
           and (${s}.effects.reserved_at < now() - $7 * interval '1 millisecond' or ${runnerIsGone(`${s}.effects.owner_token`)})
       returning key`,
-    existingEffects: `select key from ${s}.effects where key = any($1::text[])`,
+    /** The ledger entries among the given keys. */
+    effectStates: `select key, state from ${s}.effects where key = any($1::text[])`,
     completeEffects: `update ${s}.effects e set state = 'done', result = k.result, updated_at = now()
       from unnest($1::text[], $2::jsonb[]) as k(key, result)
       where e.key = k.key and e.owner_token = $3 and e.state = 'reserved'`,
@@ -113,7 +114,8 @@ export function processingSql(s: string) {
     resolveDone: `update ${s}.effects set state = 'done', error = null, updated_at = now() where key = $1 and state = 'uncertain' returning key`,
     resolveRetry: `delete from ${s}.effects where key = $1 and state = 'uncertain' returning key`,
 
-    blockedStreams: `select distinct stream_id from ${s}.parked_events where run_id = $1 and stream_id = any($2::text[])`,
+    /** Streams with parked events: few, so all of them rather than a lookup per stream of the batch. */
+    blockedStreams: `select distinct stream_id from ${s}.parked_events where run_id = $1`,
     parkMany: `insert into ${s}.parked_events (processor, run_id, event_id, stream_id, position, reason, error)
       select $1, $2, * from unnest($3::uuid[], $4::text[], $5::bigint[], $6::text[], $7::text[])
       on conflict (run_id, event_id) do update set reason = excluded.reason, error = excluded.error, parked_at = now()`,
