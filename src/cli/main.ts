@@ -2,10 +2,12 @@
 import { parseArgs } from 'node:util';
 import { resolveConfig } from '../config.js';
 import { RastroError } from '../errors.js';
-import type { Services } from '../server.js';
+import { migrate } from '../db/migrate.js';
+import { openDatabase } from '../db/open-database.js';
+import { openServices, startServer, type Services } from '../server.js';
+import { createEventStore } from '../store/event-store.js';
 import { runCommissionDemo } from './demo-command.js';
-import { effectsCommand, liveCommand, parkedCommand, replayCommand, sweepCommand } from './processing-commands.js';
-import { openServices, startServer } from '../server.js';
+import { effectsCommand, liveCommand, parkedCommand, replayCommand, sweepCommand, type CommandOptions } from './processing-commands.js';
 
 const USAGE = `usage: rastro <command>
 
@@ -15,6 +17,7 @@ commands:
   store status    show what holds event readers back
   store rebase    after restoring a dump into another cluster: make new events sort after restored ones
   snapshots rebuild    drop account snapshots and rebuild them from the events
+  idempotency cleanup  delete expired idempotency keys (serve also does this every 10 minutes)
   live <processor> [--policy policy.json]
                   run a processor live, tailing the log
   replay <processor> --from <ts> --to <ts> [--run-id ID] [--simulate] [--policy policy.json]
@@ -27,7 +30,6 @@ commands:
   demo commission run the commission story end to end on an embedded database
 
   --processors <path> loads processors from a module; by default from ./rastro.config.js or .ts
-  idempotency cleanup  delete expired idempotency keys (serve also does this every 10 minutes)
 
 environment:
   DATABASE_URL      postgres:// URL; without it rastro uses embedded PGlite in RASTRO_DATA_DIR (./.rastro)
@@ -60,6 +62,52 @@ async function withServices<T>(fn: (services: Services) => Promise<T>): Promise<
   }
 }
 
+/** Runs without the transaction-id check that `openServices` makes: this command is its cure. */
+async function rebaseStore(): Promise<void> {
+  const config = resolveConfig({ logLevel: 'silent' });
+  const db = await openDatabase({ url: config.databaseUrl });
+  try {
+    await migrate(db, { schema: config.schema });
+    const offset = await createEventStore(db, { schema: config.schema }).rebaseTransactionOrder();
+    console.log(`transaction order offset is now ${offset}; readers resume from their checkpoints`);
+  } finally {
+    await db.close();
+  }
+}
+
+async function storeStatus({ store }: Services): Promise<void> {
+  const delay = await store.readerDelay();
+  console.log(`events held back from readers: ${delay.heldBack}`);
+  console.log(`oldest open writing transaction: ${delay.oldestWriterMs === null ? 'none' : `${delay.oldestWriterMs} ms`}`);
+  console.log(`oldest prepared transaction: ${delay.oldestPreparedMs === null ? 'none' : `${delay.oldestPreparedMs} ms`}`);
+}
+
+type Command = (args: string[], options: CommandOptions) => Promise<void>;
+
+const COMMANDS: Record<string, Command> = {
+  serve: () => serve(),
+  migrate: async () => {
+    await withServices(async () => undefined);
+    console.log('migrations applied');
+  },
+  'store status': () => withServices(storeStatus),
+  'store rebase': () => rebaseStore(),
+  'snapshots rebuild': async () => {
+    const { dropped, written } = await withServices(({ ledger }) => ledger.rebuildSnapshots());
+    console.log(`account snapshots: ${dropped} dropped, ${written} written from the events`);
+  },
+  'idempotency cleanup': async () => {
+    const removed = await withServices(({ keys }) => keys.cleanup());
+    console.log(`expired idempotency keys removed: ${removed}`);
+  },
+  replay: (args, options) => withServices(({ store }) => replayCommand(store, args, options)),
+  effects: (args, options) => withServices(({ store }) => effectsCommand(store, args, options)),
+  parked: (args, options) => withServices(({ store }) => parkedCommand(store, args, options)),
+  live: (args, options) => withServices(({ store }) => liveCommand(store, args, options)),
+  sweep: () => withServices(({ store }) => sweepCommand(store)),
+  'demo commission': () => runCommissionDemo(),
+};
+
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
     args: argv,
@@ -79,55 +127,11 @@ async function main(argv: string[]): Promise<void> {
     },
   });
   const [command, sub] = positionals;
-  const rest = positionals.slice(1);
-  const processing = { replay: replayCommand, effects: effectsCommand, parked: parkedCommand, live: liveCommand } as const;
-  if (command && command in processing) {
-    return withServices(({ store }) => processing[command as keyof typeof processing](store, rest, values));
-  }
-  if (command === 'sweep') return withServices(({ store }) => sweepCommand(store));
-  if (command === 'demo' && sub === 'commission') return runCommissionDemo();
-  if (command === 'serve') return serve();
-  if (command === 'migrate') {
-    await withServices(async () => undefined);
-    console.log('migrations applied');
-    return;
-  }
-  if (command === 'store' && sub === 'status') {
-    const delay = await withServices(({ store }) => store.readerDelay());
-    console.log(`events held back from readers: ${delay.heldBack}`);
-    console.log(`oldest open writing transaction: ${delay.oldestWriterMs === null ? 'none' : `${delay.oldestWriterMs} ms`}`);
-    console.log(`oldest prepared transaction: ${delay.oldestPreparedMs === null ? 'none' : `${delay.oldestPreparedMs} ms`}`);
-    return;
-  }
-  if (command === 'snapshots' && sub === 'rebuild') {
-    const { dropped, written } = await withServices(({ ledger }) => ledger.rebuildSnapshots());
-    console.log(`account snapshots: ${dropped} dropped, ${written} written from the events`);
-    return;
-  }
-  if (command === 'idempotency' && sub === 'cleanup') {
-    const removed = await withServices(({ keys }) => keys.cleanup());
-    console.log(`expired idempotency keys removed: ${removed}`);
-    return;
-  }
-  if (command === 'store' && sub === 'rebase') {
-    const config = resolveConfig({ logLevel: 'silent' });
-    const { openDatabase } = await import('../db/open-database.js');
-    const { migrate } = await import('../db/migrate.js');
-    const { createEventStore } = await import('../store/event-store.js');
-    const db = await openDatabase({ url: config.databaseUrl });
-    try {
-      await migrate(db, { schema: config.schema });
-      const offset = await createEventStore(db, { schema: config.schema }).rebaseTransactionOrder();
-      console.log(`transaction order offset is now ${offset}; readers resume from their checkpoints`);
-    } finally {
-      await db.close();
-    }
-    return;
-  }
-  if (command === undefined || command === 'help') {
-    console.log(USAGE);
-    return;
-  }
+  if (command === undefined || command === 'help') return void console.log(USAGE);
+  const twoWords = COMMANDS[`${command} ${sub}`];
+  if (twoWords) return twoWords(positionals.slice(2), values);
+  const oneWord = COMMANDS[command];
+  if (oneWord) return oneWord(positionals.slice(1), values);
   console.error(`rastro: unknown command ${positionals.join(' ')}\n\n${USAGE}`);
   process.exitCode = 2;
 }
