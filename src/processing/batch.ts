@@ -118,25 +118,22 @@ export class Batch {
     if (!task) return;
     task.state = 'running';
     this.active++;
-    const handler = this.run.processor.handlers[task.event.type]!;
-    Promise.resolve()
-      .then(() => handler(task.event, this.contextFor(task)))
-      .then(
-        () => {
-          task.state = 'done';
-        },
-        (err: unknown) => {
-          task.state = 'failed';
-          task.error = errorText(err);
-          // Later events of the stream wait behind it.
-          for (const later of chain.slice(at + 1)) later.state = 'waiting';
-          if (this.transaction) this.splitReason ??= err;
-        },
-      )
-      .then(() => {
-        if (task.state === 'done') this.startChain(chain, at + 1);
-        this.release();
-      });
+    void this.runTask(chain, at, task);
+  }
+
+  private async runTask(chain: Task[], at: number, task: Task): Promise<void> {
+    try {
+      await this.run.processor.handlers[task.event.type]!(task.event, this.contextFor(task));
+      task.state = 'done';
+    } catch (err) {
+      task.state = 'failed';
+      task.error = errorText(err);
+      // Later events of the stream wait behind it.
+      for (const later of chain.slice(at + 1)) later.state = 'waiting';
+      if (this.transaction) this.splitReason ??= err;
+    }
+    if (task.state === 'done') this.startChain(chain, at + 1);
+    this.release();
   }
 
   private splitReason: unknown;

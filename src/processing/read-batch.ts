@@ -44,7 +44,11 @@ export async function readRunBatch(
     partitions?.count ?? 1,
     partitions?.owned ?? null,
   ]);
-  return rows.map((row) => ({ ...toRecordedEvent(row), partition: row.partition }));
+  return rows.map((row) => {
+    const event = toRecordedEvent(row) as PartitionedEvent;
+    event.partition = row.partition;
+    return event;
+  });
 }
 
 /** Whether events of the range are committed but still behind an open transaction. */
