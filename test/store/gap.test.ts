@@ -3,8 +3,8 @@ import { LOG_START, type RecordedEvent } from '../../src/store/event.js';
 import { createEventStore, type EventStore } from '../../src/store/event-store.js';
 import { freshSchema, postgresBackend } from '../support/databases.js';
 
-// npm test runs this file on its own, after the others: its transactions, held open for seconds,
-// hold back every reader in the cluster, which would slow other suites' live runs and replays.
+// vitest.config.ts runs this file on its own, after the others: its transactions, held open for
+// seconds, hold back every reader in the cluster, which would slow other suites.
 const postgres = postgresBackend();
 const WRITERS = 8;
 const EVENTS_PER_WRITER = 10_000;
