@@ -66,9 +66,8 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
     const found = problemFor(error, request.url);
     if (found) return sendProblem(reply, found.status, found.detail, { code: found.code, ...(found.field ? { field: found.field } : {}) });
   } else if (error.validation) {
-    return sendProblem(reply, 422, `${error.validationContext ?? 'request'}${error.message.replace(/^(body|querystring|params|headers)/, '')}`, {
-      code: 'RASTRO_VALIDATION',
-    });
+    // Fastify's message names the part and the field, e.g. "body/amount must be integer".
+    return sendProblem(reply, 422, error.message, { code: 'RASTRO_VALIDATION' });
   } else if (error.statusCode !== undefined && CLIENT_STATUSES.has(error.statusCode)) {
     return sendProblem(reply, error.statusCode, clientMessage(error), { code: error.code });
   }

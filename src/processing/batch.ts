@@ -219,7 +219,7 @@ export class Batch {
           return Promise.resolve<EffectOutcome<Result>>({ status: 'suppressed' });
         }
         return this.wait<EffectOutcome<Result>>((settle) =>
-          this.effects.push({ eventId: task.event.id, effectType, rule, call, settle: settle as EffectRequest['settle'] }),
+          this.effects.push({ key: effectKey(task.event.id, effectType), eventId: task.event.id, effectType, rule, call, settle: settle as EffectRequest['settle'] }),
         );
       },
       upsert: (projection, key, doc, guard) => {

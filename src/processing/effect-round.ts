@@ -1,9 +1,11 @@
-import { EffectNotAttemptedError, effectKey, type EffectOutcome } from './processor.js';
+import { EffectNotAttemptedError, type EffectOutcome } from './processor.js';
 import type { EffectRule } from './policy.js';
 import type { Counters, RunContext } from './run-context.js';
 
 /** An effect a handler asked for, waiting for its batch's reservation round. */
 export interface EffectRequest {
+  /** `<event id>:<effect type>`, from {@link effectKey}. */
+  key: string;
   eventId: string;
   effectType: string;
   rule: EffectRule;
@@ -44,7 +46,7 @@ export async function runEffectRound(
   const known = await ledger;
   const requests: EffectRequest[] = [];
   for (const request of all) {
-    const state = known.get(effectKey(request.eventId, request.effectType));
+    const state = known.get(request.key);
     if (run.simulate) {
       const status = state === undefined ? 'would-apply' : 'already-recorded';
       counters.add(status);
@@ -55,7 +57,7 @@ export async function runEffectRound(
     } else requests.push(request);
   }
   if (requests.length === 0) return;
-  const keys = requests.map((request) => effectKey(request.eventId, request.effectType));
+  const keys = requests.map((request) => request.key);
   const { rows } = await run.db.query<{ key: string }>(run.sql.reserve, [
     keys,
     requests.map((request) => request.eventId),

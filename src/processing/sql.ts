@@ -119,7 +119,6 @@ export function processingSql(s: string) {
     parkMany: `insert into ${s}.parked_events (processor, run_id, event_id, stream_id, position, reason, error)
       select $1, $2, * from unnest($3::uuid[], $4::text[], $5::bigint[], $6::text[], $7::text[])
       on conflict (run_id, event_id) do update set reason = excluded.reason, error = excluded.error, parked_at = now()`,
-    unparkUnlessParked: `delete from ${s}.parked_events where run_id = $1 and event_id = $2 and parked_at < now()`,
     listParked: `select processor, run_id, event_id, stream_id, position, reason, error, parked_at from ${s}.parked_events
       where ($1::text is null or run_id = $1) order by run_id, stream_id, position limit $2`,
     parkedOfStream: `select event_id from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`,
