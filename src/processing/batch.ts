@@ -1,11 +1,18 @@
 import type { Queryable, QueryResult } from '../db/database.js';
 import { ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
-import { runEffectRound, recordEffectOutcomes, type EffectOutcomes, type EffectRequest } from './effect-round.js';
+import { runEffectRound, recordEffectOutcomes, type EffectOutcomes, type EffectRequest, type KnownEffects } from './effect-round.js';
 import { toGuardValues } from './guards.js';
-import { effectKey, type EffectOutcome, type HandlerContext } from './processor.js';
+import { effectKey, type EffectOutcome, type HandlerContext, type UpsertGuard } from './processor.js';
+import { saveProgress, type Checkpointing } from './progress.js';
 import { Counters, type RunContext } from './run-context.js';
-import { StateBuffer, type ProbeRequest, type StateWrite } from './state-writes.js';
+import { rowKey, StateBuffer, type ProbeRequest, type StateWrite } from './state-writes.js';
+
+/** What a suspended handler waits on: the scheduler settles it in a round. */
+export interface Suspended<T> {
+  resolve(value: T): void;
+  reject(err: unknown): void;
+}
 
 interface Task {
   event: RecordedEvent;
@@ -13,12 +20,13 @@ interface Task {
   state: 'pending' | 'running' | 'done' | 'failed' | 'waiting';
   error?: string;
   writes: StateWrite[];
+  /** The next event of the same stream in this batch: it starts when this one is done. */
+  next: Task | undefined;
 }
 
-interface TxStatement {
+interface TxStatement extends Suspended<QueryResult<never>> {
   text: string;
   values?: readonly unknown[];
-  settle: (outcome: { ok: QueryResult<never> } | { error: unknown }) => void;
 }
 
 /** A batch must be re-run one event at a time: a handler failed after its SQL ran in the batch's transaction. */
@@ -28,11 +36,13 @@ export class BatchNeedsSplitting extends Error {
   }
 }
 
-/** What the batch commits besides state: where the run resumes, and parked events. */
-export interface BatchCommit {
-  /** Writes the checkpoint inside the batch's transaction. */
-  saveCheckpoint(tx: Queryable, last: RecordedEvent): Promise<void>;
+interface CommitPlan {
+  writeState: ((tx: Queryable) => Promise<void>) | undefined;
+  parked: Task[];
+  onlyProgress: boolean;
 }
+
+const SUPPRESSED: EffectOutcome<never> = Object.freeze({ status: 'suppressed' });
 
 const errorText = (err: unknown) => (err instanceof Error ? `${err.name}: ${err.message}` : String(err)).slice(0, 2000);
 
@@ -50,48 +60,57 @@ export class Batch {
   private readonly counters = new Counters();
   private readonly state: StateBuffer;
   private readonly outcomes: EffectOutcomes = { done: [], uncertain: [] };
+  private readonly tx: Queryable;
   private effects: EffectRequest[] = [];
   private probes: ProbeRequest[] = [];
   private statements: TxStatement[] = [];
+  /** Handlers running: neither finished nor suspended on a request. */
   private active = 0;
   private onQuiet: (() => void) | undefined;
   private transaction: Queryable | undefined;
+  private splitReason: unknown;
   private writeOrder = 0;
-  private ledger: Promise<Map<string, string>> | undefined;
 
   constructor(
     private readonly run: RunContext,
     events: RecordedEvent[],
+    /** The events' effect ledger entries, read with them. */
+    private readonly ledger: KnownEffects,
     private readonly blockedStreams: ReadonlySet<string>,
   ) {
-    this.tasks = events.map((event, index) => ({ event, index, state: 'pending', writes: [] }));
+    this.tasks = events.map((event, index) => ({ event, index, state: 'pending', writes: [], next: undefined }));
     this.state = new StateBuffer(run);
+    this.tx = {
+      query: <Row>(text: string, values?: readonly unknown[]) =>
+        this.suspend<QueryResult<Row>>((resolve, reject) => this.statements.push({ text, values, resolve: resolve as TxStatement['resolve'], reject })),
+    };
   }
 
   /** Runs the batch to its commit; resolves with the counters it persisted. */
-  async execute(commit: BatchCommit): Promise<Counters> {
-    // The ledger entries this batch can meet (its events × the effect types the policy applies),
-    // read on another connection while the handlers run their first round.
-    const types = Object.entries(this.run.policy).filter(([, rule]) => rule.mode === 'apply').map(([type]) => type);
-    const keys = this.tasks.flatMap((task) => types.map((type) => effectKey(task.event.id, type)));
-    this.ledger = this.run.db
-      .query<{ key: string; state: string }>(this.run.sql.effectStates, [keys])
-      .then(({ rows }) => new Map(rows.map((row) => [row.key, row.state])));
-    this.ledger.catch(() => undefined);
+  async execute(checkpointing: Checkpointing): Promise<Counters> {
     this.startStreams();
     await this.settle(this.run.db);
+    const last = this.tasks[this.tasks.length - 1]!.event;
+    const write = async (tx: Queryable, plan: CommitPlan) => {
+      await plan.writeState?.(tx);
+      await recordEffectOutcomes(this.run, tx, this.outcomes);
+      await this.park(tx, plan.parked);
+      await saveProgress(this.run, tx, this.counters, checkpointing, last);
+    };
     try {
-      await this.run.db.transaction(async (tx) => {
-        this.transaction = tx;
-        await this.settle(tx);
-        await this.state.commit(tx, this.tasks.filter((task) => task.state === 'done').flatMap((task) => task.writes), this.counters);
-        await recordEffectOutcomes(this.run, tx, this.outcomes);
-        await this.park(tx);
-        this.counters.add('events', this.tasks.length);
-        const entries = this.counters.entries();
-        await tx.query(this.run.sql.addCounters, [this.run.runId, entries.map(([name]) => name), entries.map(([, value]) => value)]);
-        await commit.saveCheckpoint(tx, this.tasks[this.tasks.length - 1]!.event);
-      });
+      if (this.statements.length > 0) {
+        // Handlers wait on ctx.tx: their statements run in the transaction, then they go on.
+        await this.run.db.transaction(async (tx) => {
+          this.transaction = tx;
+          await this.settle(tx);
+          await write(tx, this.plan());
+        });
+      } else {
+        const plan = this.plan();
+        // Nothing changed but the run's progress: one statement is its own transaction.
+        if (plan.onlyProgress) await saveProgress(this.run, this.run.db, this.counters, checkpointing, last);
+        else await this.run.db.transaction((tx) => write(tx, plan));
+      }
     } catch (err) {
       // The state did not commit, but the calls were made: their outcomes must not be lost.
       await recordEffectOutcomes(this.run, this.run.db, this.outcomes).catch(() => undefined);
@@ -100,28 +119,38 @@ export class Batch {
     return this.counters;
   }
 
+  /** What the batch's transaction writes, once every handler has finished. Counts as it goes. */
+  private plan(): CommitPlan {
+    const writeState = this.state.prepareCommit(this.tasks.filter((task) => task.state === 'done').flatMap((task) => task.writes), this.counters);
+    const parked = this.tasks.filter((task) => task.state === 'failed' || task.state === 'waiting');
+    this.counters.add('parked', parked.length);
+    this.counters.add('events', this.tasks.length);
+    const outcomes = this.outcomes.done.length + this.outcomes.uncertain.length;
+    return { writeState, parked, onlyProgress: !writeState && outcomes === 0 && parked.length === 0 };
+  }
+
   private startStreams(): void {
-    const byStream = new Map<string, Task[]>();
+    const lastOfStream = new Map<string, Task>();
+    const firsts: Task[] = [];
     for (const task of this.tasks) {
-      const list = byStream.get(task.event.streamId) ?? [];
-      list.push(task);
-      byStream.set(task.event.streamId, list);
+      const previous = lastOfStream.get(task.event.streamId);
+      if (previous) previous.next = task;
+      else firsts.push(task);
+      lastOfStream.set(task.event.streamId, task);
     }
-    for (const [streamId, list] of byStream) {
-      if (this.blockedStreams.has(streamId)) list.forEach((task) => (task.state = 'waiting'));
-      else this.startChain(list, 0);
+    for (const first of firsts) {
+      if (this.blockedStreams.has(first.event.streamId)) for (let task: Task | undefined = first; task; task = task.next) task.state = 'waiting';
+      else this.start(first);
     }
   }
 
-  private startChain(chain: Task[], at: number): void {
-    const task = chain[at];
-    if (!task) return;
+  private start(task: Task): void {
     task.state = 'running';
     this.active++;
-    void this.runTask(chain, at, task);
+    void this.runTask(task);
   }
 
-  private async runTask(chain: Task[], at: number, task: Task): Promise<void> {
+  private async runTask(task: Task): Promise<void> {
     try {
       await this.run.processor.handlers[task.event.type]!(task.event, this.contextFor(task));
       task.state = 'done';
@@ -129,30 +158,29 @@ export class Batch {
       task.state = 'failed';
       task.error = errorText(err);
       // Later events of the stream wait behind it.
-      for (const later of chain.slice(at + 1)) later.state = 'waiting';
+      for (let later = task.next; later; later = later.next) later.state = 'waiting';
       if (this.transaction) this.splitReason ??= err;
     }
-    if (task.state === 'done') this.startChain(chain, at + 1);
+    if (task.state === 'done' && task.next) this.start(task.next);
     this.release();
   }
-
-  private splitReason: unknown;
 
   private release(): void {
     this.active--;
     if (this.active === 0) this.onQuiet?.();
   }
 
-  /** Parks the handler until the scheduler settles the request; `settle` re-activates it first. */
-  private wait<T>(enqueue: (settle: (outcome: { ok: T } | { error: unknown }) => void) => void): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      enqueue((outcome) => {
-        this.active++;
-        if ('ok' in outcome) resolve(outcome.ok);
-        else reject(outcome.error);
-      });
-      this.release();
-    });
+  /** Suspends the calling handler on a request `enqueue` queues, until a round settles it. */
+  private suspend<T>(enqueue: (resolve: (value: T) => void, reject: (err: unknown) => void) => void): Promise<T> {
+    const promise = new Promise<T>(enqueue);
+    this.release();
+    return promise;
+  }
+
+  /** Requests about to be settled: their handlers count as running again until they next suspend or finish. */
+  private resuming<R>(requests: R[]): R[] {
+    this.active += requests.length;
+    return requests;
   }
 
   private quiet(): Promise<void> {
@@ -165,24 +193,27 @@ export class Batch {
     });
   }
 
-  /** Runs rounds until every handler has finished. Outside the transaction, SQL statements wait for it. */
+  /**
+   * Runs rounds until every handler has finished. Every request of a round is settled in it.
+   * Outside the transaction, SQL statements wait for it.
+   */
   private async settle(target: Queryable): Promise<void> {
     for (;;) {
       await this.quiet();
       if (this.effects.length > 0) {
-        const requests = this.effects.splice(0);
+        const requests = this.resuming(this.effects.splice(0));
         if (this.transaction) {
           const err = new ValidationError('ctx.effect', 'was called after the handler awaited ctx.tx; ask for effects first');
-          requests.forEach((request) => request.settle({ error: err }));
-        } else await runEffectRound(this.run, requests, this.counters, this.outcomes, this.ledger!);
+          for (const request of requests) request.reject(err);
+        } else await runEffectRound(this.run, requests, this.counters, this.outcomes, this.ledger);
         continue;
       }
       if (this.probes.length > 0) {
-        await this.state.probe(target, this.probes.splice(0));
+        await this.state.probe(target, this.resuming(this.probes.splice(0)));
         continue;
       }
       if (this.transaction && this.statements.length > 0) {
-        await this.runStatements(this.transaction);
+        await this.runStatements(this.transaction, this.resuming(this.statements.splice(0)));
         continue;
       }
       if (this.splitReason !== undefined) throw new BatchNeedsSplitting(this.splitReason);
@@ -190,15 +221,16 @@ export class Batch {
     }
   }
 
-  private async runStatements(tx: Queryable): Promise<void> {
-    for (const statement of this.statements.splice(0)) {
+  private async runStatements(tx: Queryable, statements: TxStatement[]): Promise<void> {
+    for (let i = 0; i < statements.length; i++) {
+      const statement = statements[i]!;
       try {
-        statement.settle({ ok: (await tx.query(statement.text, statement.values)) as QueryResult<never> });
+        statement.resolve((await tx.query(statement.text, statement.values)) as QueryResult<never>);
       } catch (err) {
-        statement.settle({ error: err });
         // The transaction is aborted: nothing else can run in it.
         this.splitReason ??= err;
-        for (const rest of this.statements.splice(0)) rest.settle({ error: err });
+        for (const rest of statements.slice(i)) rest.reject(err);
+        return;
       }
     }
   }
@@ -209,43 +241,43 @@ export class Batch {
       runId: run.runId,
       mode: run.mode,
       simulate: run.simulate,
-      effect: <Result>(effectType: string, call: (key: string) => Promise<Result>) => {
-        if (typeof effectType !== 'string' || effectType.length === 0 || typeof call !== 'function') {
-          return Promise.reject(new ValidationError('ctx.effect', 'takes an effect type and a function'));
-        }
-        const rule = run.policy[effectType];
-        if (!rule || rule.mode === 'suppress') {
-          this.counters.add('suppressed');
-          return Promise.resolve<EffectOutcome<Result>>({ status: 'suppressed' });
-        }
-        return this.wait<EffectOutcome<Result>>((settle) =>
-          this.effects.push({ key: effectKey(task.event.id, effectType), eventId: task.event.id, effectType, rule, call, settle: settle as EffectRequest['settle'] }),
-        );
-      },
-      upsert: (projection, key, doc, guard) => {
-        if (typeof projection !== 'string' || projection.length === 0) return Promise.reject(new ValidationError('projection', 'must be a non-empty string'));
-        if (typeof key !== 'string' || key.length === 0) return Promise.reject(new ValidationError('key', 'must be a non-empty string'));
-        if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return Promise.reject(new ValidationError('doc', 'must be an object'));
-        let write: StateWrite;
-        try {
-          write = { order: task.index * 1_000_000 + this.writeOrder++, eventId: task.event.id, projection, key, doc, guard: toGuardValues(guard) };
-        } catch (err) {
-          return Promise.reject(err);
-        }
-        task.writes.push(write);
-        return this.wait<boolean>((settle) => this.probes.push({ write, settle: (applied) => settle({ ok: applied }) }));
-      },
-      tx: {
-        query: <Row>(text: string, values?: readonly unknown[]) =>
-          this.wait<QueryResult<Row>>((settle) => this.statements.push({ text, values, settle: settle as TxStatement['settle'] })),
-      },
+      effect: (effectType, call) => this.effect(task, effectType, call),
+      upsert: (projection, key, doc, guard) => this.upsert(task, projection, key, doc, guard),
+      tx: this.tx,
     };
   }
 
-  private async park(tx: Queryable): Promise<void> {
-    const parked = this.tasks.filter((task) => task.state === 'failed' || task.state === 'waiting');
+  private effect<Result>(task: Task, effectType: string, call: (key: string) => Promise<Result>): Promise<EffectOutcome<Result>> {
+    if (typeof effectType !== 'string' || effectType.length === 0 || typeof call !== 'function') {
+      return Promise.reject(new ValidationError('ctx.effect', 'takes an effect type and a function'));
+    }
+    const rule = this.run.policy[effectType];
+    if (!rule || rule.mode === 'suppress') {
+      this.counters.add('suppressed');
+      return Promise.resolve(SUPPRESSED);
+    }
+    const eventId = task.event.id;
+    return this.suspend<EffectOutcome<Result>>((resolve, reject) =>
+      this.effects.push({ key: effectKey(eventId, effectType), eventId, effectType, rule, call, resolve: resolve as EffectRequest['resolve'], reject }),
+    );
+  }
+
+  private upsert(task: Task, projection: string, key: string, doc: Record<string, unknown>, guard: UpsertGuard): Promise<boolean> {
+    if (typeof projection !== 'string' || projection.length === 0) return Promise.reject(new ValidationError('projection', 'must be a non-empty string'));
+    if (typeof key !== 'string' || key.length === 0) return Promise.reject(new ValidationError('key', 'must be a non-empty string'));
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return Promise.reject(new ValidationError('doc', 'must be an object'));
+    let write: StateWrite;
+    try {
+      write = { id: rowKey(projection, key), order: task.index * 1_000_000 + this.writeOrder++, eventId: task.event.id, projection, key, doc, guard: toGuardValues(guard) };
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    task.writes.push(write);
+    return this.suspend<boolean>((resolve, reject) => this.probes.push({ write, resolve, reject }));
+  }
+
+  private async park(tx: Queryable, parked: Task[]): Promise<void> {
     if (parked.length === 0) return;
-    this.counters.add('parked', parked.length);
     await tx.query(this.run.sql.parkMany, [
       this.run.processor.name,
       this.run.runId,

@@ -1,17 +1,23 @@
+import type { Suspended } from './batch.js';
 import { EffectNotAttemptedError, type EffectOutcome } from './processor.js';
 import type { EffectRule } from './policy.js';
 import type { Counters, RunContext } from './run-context.js';
 
+/** Effect ledger entries read with a batch's events: event id → { effect type: state }. */
+export type KnownEffects = ReadonlyMap<string, Readonly<Record<string, string>>>;
+
 /** An effect a handler asked for, waiting for its batch's reservation round. */
-export interface EffectRequest {
+export interface EffectRequest extends Suspended<EffectOutcome> {
   /** `<event id>:<effect type>`, from {@link effectKey}. */
   key: string;
   eventId: string;
   effectType: string;
   rule: EffectRule;
   call: (idempotencyKey: string) => Promise<unknown>;
-  settle: (outcome: { ok: EffectOutcome } | { error: unknown }) => void;
 }
+
+const ALREADY_RECORDED: EffectOutcome = Object.freeze({ status: 'already-recorded' });
+const WOULD_APPLY: EffectOutcome = Object.freeze({ status: 'would-apply' });
 
 /** Outcomes of calls made, written with the batch's state (or on their own if it rolls back). */
 export interface EffectOutcomes {
@@ -40,20 +46,19 @@ export async function runEffectRound(
   all: EffectRequest[],
   counters: Counters,
   outcomes: EffectOutcomes,
-  ledger: Promise<Map<string, string>>,
+  known: KnownEffects,
 ): Promise<void> {
-  // The batch's ledger entries were read when it started: settled effects need no reservation.
-  const known = await ledger;
+  // The ledger entries were read with the events: settled effects need no reservation.
   const requests: EffectRequest[] = [];
   for (const request of all) {
-    const state = known.get(request.key);
+    const state = known.get(request.eventId)?.[request.effectType];
     if (run.simulate) {
-      const status = state === undefined ? 'would-apply' : 'already-recorded';
-      counters.add(status);
-      request.settle({ ok: { status } });
+      const outcome = state === undefined ? WOULD_APPLY : ALREADY_RECORDED;
+      counters.add(outcome.status as 'would-apply' | 'already-recorded');
+      request.resolve(outcome);
     } else if (state === 'done' || state === 'uncertain') {
       counters.add('already-recorded');
-      request.settle({ ok: { status: 'already-recorded' } });
+      request.resolve(ALREADY_RECORDED);
     } else requests.push(request);
   }
   if (requests.length === 0) return;
@@ -74,7 +79,7 @@ export async function runEffectRound(
     if (reserved.has(key)) calls.push({ request, key });
     else {
       counters.add('already-recorded');
-      request.settle({ ok: { status: 'already-recorded' } });
+      request.resolve(ALREADY_RECORDED);
     }
   });
   await inParallel(calls, run.effectConcurrency, async ({ request, key }) => {
@@ -85,17 +90,17 @@ export async function runEffectRound(
       if (request.rule.onFailure === 'release' || err instanceof EffectNotAttemptedError) {
         await run.db.query(run.sql.release, [key, run.ownerToken]);
         counters.add('released-after-failure');
-        request.settle({ error: err });
+        request.reject(err);
       } else {
         outcomes.uncertain.push({ key, error: message(err).slice(0, 2000) });
         counters.add('uncertain');
-        request.settle({ ok: { status: 'uncertain', error: message(err) } });
+        request.resolve({ status: 'uncertain', error: message(err) });
       }
       return;
     }
     outcomes.done.push({ key, result: JSON.stringify(result ?? null) });
     counters.add('applied');
-    request.settle({ ok: { status: 'applied', result } });
+    request.resolve({ status: 'applied', result });
   });
 }
 

@@ -7,6 +7,7 @@ import { sweepAbandonedReservations } from './effect-admin.js';
 import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { processEvents } from './process-events.js';
+import { saveProgress, type Checkpointing } from './progress.js';
 import { isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
 import { openRunnerSession, type RunnerSession } from './runner-session.js';
 import { Counters, type RunContext } from './run-context.js';
@@ -133,19 +134,18 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     const checkpoints = await loadCheckpoints(db, sql, runId, owned);
     const after = [...checkpoints.values()].reduce((min, cp) => (isAfter(min, cp) ? cp : min));
     const limit = options.batchSize ?? 500;
-    const read = await readRunBatch(db, sql, processor, WHOLE_LOG, after, limit, { count, owned });
+    const { events: read, ledger } = await readRunBatch(db, sql, processor, WHOLE_LOG, after, limit, policy, { count, owned });
     // A partition whose checkpoint is ahead of the others has handled some of these already.
     const events = read.filter((event) => isAfter(event, checkpoints.get(event.partition)!));
-    const last: LogCheckpoint | undefined = read[read.length - 1];
+    const last = read[read.length - 1];
     if (!last) return false;
-    const save = async (tx: Parameters<Parameters<typeof processEvents>[2]>[0], through: LogCheckpoint) => {
-      await tx.query(sql.saveCheckpoints, [runId, owned, through.txOrder, through.position]);
-    };
+    // Every owned partition moves past the whole read, also past events of partitions that had them already.
+    const final = events[events.length - 1];
+    const checkpointing: Checkpointing = { partitions: owned, at: (through) => (through === final ? last : through) };
     if (events.length > 0) {
-      const final = events[events.length - 1];
-      const batch = await processEvents(run, events, (tx, through) => save(tx, through === final ? last : through));
+      const batch = await processEvents(run, events, ledger, checkpointing);
       for (const [name, value] of batch.entries()) counters.add(name, value);
-    } else await db.transaction((tx) => save(tx, last));
+    } else await saveProgress(run, db, new Counters(), checkpointing, last);
     return read.length === limit;
   }
 

@@ -4,10 +4,11 @@ import type { EventStore } from '../store/event-store.js';
 import { validatePolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { processEvents } from './process-events.js';
+import { NO_CHECKPOINT } from './progress.js';
+import { readRunEvents } from './read-batch.js';
 import { openRunnerSession } from './runner-session.js';
 import type { RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
-import { toRecordedEvent, type EventRow } from '../store/event.js';
 
 export interface ParkedEvent {
   processor: string;
@@ -56,10 +57,11 @@ export function parkedEvents(store: EventStore) {
     const info = runs[0];
     if (!info) throw new ValidationError('runId', `no run ${runId}`);
     const ids = (await db.query<{ event_id: string }>(sql.parkedOfStream, [runId, streamId])).rows.map((row) => row.event_id);
-    const events = (await db.query<EventRow>(sql.eventsByIds, [ids])).rows.map(toRecordedEvent);
+    const policy = validatePolicy(info.policy);
+    const { events, ledger } = await readRunEvents(db, sql, ids, policy);
     const runner = await openRunnerSession(db, sql);
     const run: RunContext = {
-      db, sql, processor, runId, mode: info.mode, simulate: info.simulate, policy: validatePolicy(info.policy),
+      db, sql, processor, runId, mode: info.mode, simulate: info.simulate, policy,
       ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8,
     };
     let handled = 0;
@@ -67,7 +69,7 @@ export function parkedEvents(store: EventStore) {
       for (const event of events) {
         // Lift the block for this event only; a new failure parks it again in the same transaction.
         await db.query(sql.unpark, [runId, event.id]);
-        const counters = await processEvents(run, [event], async () => undefined, { retryingParked: true });
+        const counters = await processEvents(run, [event], ledger, NO_CHECKPOINT, { retryingParked: true });
         if (counters.get('parked') > 0) break;
         handled++;
       }

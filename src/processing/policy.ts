@@ -27,3 +27,8 @@ export function validatePolicy(policy: unknown): EffectPolicy {
   }
   return Object.freeze(checked);
 }
+
+/** The effect types a policy calls providers for. */
+export function appliedTypes(policy: EffectPolicy): string[] {
+  return Object.keys(policy).filter((type) => policy[type]!.mode === 'apply');
+}

@@ -1,5 +1,7 @@
 import type { Queryable } from '../db/database.js';
-import { LOG_START, toRecordedEvent, type EventRow, type LogCheckpoint, type RecordedEvent } from '../store/event.js';
+import { LOG_START, type EventMetadata, type LogCheckpoint, type RecordedEvent } from '../store/event.js';
+import { appliedTypes, type EffectPolicy } from './policy.js';
+import type { KnownEffects } from './effect-round.js';
 import type { Processor } from './processor.js';
 import type { ProcessingSql } from './sql.js';
 
@@ -17,12 +19,57 @@ export interface PartitionedEvent extends RecordedEvent {
   partition: number;
 }
 
+/** Events as a run reads them, with their effect ledger entries. */
+export interface RunEvents {
+  events: PartitionedEvent[];
+  ledger: KnownEffects;
+}
+
 export function handledTypes(processor: Processor): string[] {
   return Object.keys(processor.handlers);
 }
 
 function rangeValues(range: RunRange): unknown[] {
   return [range.from?.toISOString() ?? null, range.to?.toISOString() ?? null, range.fromPosition, range.toPosition];
+}
+
+type RunEventJson = [
+  position: number,
+  txOrder: number,
+  streamId: string,
+  streamVersion: number,
+  id: string,
+  type: string,
+  data: Record<string, unknown>,
+  metadata: EventMetadata,
+  occurredMs: number,
+  recordedMs: number,
+  ledger: Record<string, string> | null,
+  partition: number,
+];
+
+function toRunEvents(rows: { event: string }[]): RunEvents {
+  const ledger = new Map<string, Record<string, string>>();
+  const events = rows.map((row): PartitionedEvent => {
+    const [position, txOrder, streamId, streamVersion, id, type, data, metadata, occurredMs, recordedMs, entries, partition] = JSON.parse(row.event) as RunEventJson;
+    // JSON numbers beyond 2^53 would be rounded silently; the log's never get there, but say so if they do.
+    if (!Number.isSafeInteger(position) || !Number.isSafeInteger(txOrder)) throw new RangeError('event position exceeds Number.MAX_SAFE_INTEGER');
+    if (entries) ledger.set(id, entries);
+    return {
+      id,
+      streamId,
+      streamVersion,
+      position,
+      txOrder,
+      type,
+      data,
+      metadata,
+      occurredAt: new Date(occurredMs),
+      recordedAt: new Date(recordedMs),
+      partition,
+    };
+  });
+  return { events, ledger };
 }
 
 /** The next events of a run's range after `after`, never skipping a committed one. */
@@ -33,9 +80,10 @@ export async function readRunBatch(
   range: RunRange,
   after: LogCheckpoint,
   limit: number,
+  policy: EffectPolicy,
   partitions?: { count: number; owned: number[] },
-): Promise<PartitionedEvent[]> {
-  const { rows } = await db.query<EventRow & { partition: number }>(sql.readBatch, [
+): Promise<RunEvents> {
+  const { rows } = await db.query<{ event: string }>(sql.readBatch, [
     after.txOrder,
     after.position,
     limit,
@@ -43,12 +91,15 @@ export async function readRunBatch(
     ...rangeValues(range),
     partitions?.count ?? 1,
     partitions?.owned ?? null,
+    appliedTypes(policy),
   ]);
-  return rows.map((row) => {
-    const event = toRecordedEvent(row) as PartitionedEvent;
-    event.partition = row.partition;
-    return event;
-  });
+  return toRunEvents(rows);
+}
+
+/** Events by id, in log order, as a run reads them. */
+export async function readRunEvents(db: Queryable, sql: ProcessingSql, ids: string[], policy: EffectPolicy): Promise<RunEvents> {
+  const { rows } = await db.query<{ event: string }>(sql.eventsByIds, [ids, appliedTypes(policy)]);
+  return toRunEvents(rows);
 }
 
 /** Whether events of the range are committed but still behind an open transaction. */

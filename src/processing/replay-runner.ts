@@ -6,6 +6,7 @@ import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { countRange, loadCheckpoints, rangeHeldBack, readRunBatch, type RunRange } from './read-batch.js';
 import { processEvents } from './process-events.js';
+import type { Checkpointing } from './progress.js';
 import { openRunnerSession } from './runner-session.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
@@ -103,17 +104,15 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
       throw new ValidationError('runId', `run ${runId} belongs to processor ${rows[0]!.processor}${rows[0]!.simulate ? ' (simulate)' : ''}; choose another run id`);
     }
     let checkpoint = (await loadCheckpoints(db, sql, runId, [0])).get(0) ?? LOG_START;
-    const save = async (tx: Parameters<Parameters<typeof processEvents>[2]>[0], last: { txOrder: number; position: number }) => {
-      await tx.query(sql.saveCheckpoints, [runId, [0], last.txOrder, last.position]);
-    };
+    const checkpointing: Checkpointing = { partitions: [0], at: (last) => last };
     const counters = new Counters();
     const limit = options.batchSize ?? 1000;
-    const read = (after: typeof checkpoint) => readRunBatch(db, sql, processor, range, after, limit);
+    const read = (after: typeof checkpoint) => readRunBatch(db, sql, processor, range, after, limit, policy);
     let done = 0;
     // The next batch is read while this one is processed: reading events needs none of its state.
     let next = read(checkpoint);
     for (;;) {
-      const events = await next;
+      const { events, ledger } = await next;
       if (events.length === 0) {
         if (!(await rangeHeldBack(db, sql, processor, range))) break;
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -123,7 +122,7 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
       checkpoint = events[events.length - 1]!;
       next = read(checkpoint);
       next.catch(() => undefined);
-      const batch = await processEvents(run, events, save);
+      const batch = await processEvents(run, events, ledger, checkpointing);
       for (const [name, value] of batch.entries()) counters.add(name, value);
       done += events.length;
       options.onProgress?.({ done, total, counters });

@@ -10,27 +10,40 @@ function runnerIsGone(token: string): string {
     and l.objid = (${token})::oid and l.objsubid = 2 and l.granted)`;
 }
 
-const EVENT_COLUMNS = 'position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at';
+/**
+ * An event as a run reads it, as one JSON array per row (one value to decode instead of a dozen
+ * columns): position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at
+ * and recorded_at as epoch milliseconds, then `ledger`: the event's effect ledger entries for the
+ * effect types in `types`, `{ [effectType]: state }` or null, so a batch needs no lookup of its
+ * own (keys built as {@link effectKey} builds them), then `partition`.
+ */
+function runEventJson(s: string, types: string, partition: string): string {
+  return `json_build_array(e.position, e.tx_order, e.stream_id, e.stream_version, e.id, e.type, e.data, e.metadata,
+      floor(extract(epoch from e.occurred_at) * 1000), floor(extract(epoch from e.recorded_at) * 1000),
+      (select json_object_agg(f.effect_type, f.state) from ${s}.effects f
+        where f.key = any(array(select e.id::text || ':' || t from unnest(${types}::text[]) t))),
+      ${partition})::text as event`;
+}
 
 /** Processing statements for one schema (`s` validated and quoted). */
 export function processingSql(s: string) {
   return {
     /**
      * The next events for a run, with the store's no-skip rule. $1/$2 checkpoint, $3 limit,
-     * $4 types, $5/$6 occurredAt window, $7/$8 position range, $9 partition count, $10 partitions.
+     * $4 types, $5/$6 occurredAt window, $7/$8 position range, $9 partition count, $10 partitions,
+     * $11 the effect types whose ledger entries come along.
      */
-    readBatch: `select ${EVENT_COLUMNS},
-        case when $10::int[] is null then 0 else mod(hashtext(stream_id)::bigint + 2147483648, $9)::int end as partition
-      from ${s}.events
-      where (tx_order, position) > ($1, $2)
-        and tx_order < ${frontierSql(s)}
-        and type = any($4::text[])
-        and ($5::timestamptz is null or occurred_at >= $5)
-        and ($6::timestamptz is null or occurred_at < $6)
-        and ($7::bigint is null or position >= $7)
-        and ($8::bigint is null or position <= $8)
-        and ($10::int[] is null or mod(hashtext(stream_id)::bigint + 2147483648, $9) = any($10::int[]))
-      order by tx_order, position
+    readBatch: `select ${runEventJson(s, '$11', 'case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end')}
+      from ${s}.events e
+      where (e.tx_order, e.position) > ($1, $2)
+        and e.tx_order < ${frontierSql(s)}
+        and e.type = any($4::text[])
+        and ($5::timestamptz is null or e.occurred_at >= $5)
+        and ($6::timestamptz is null or e.occurred_at < $6)
+        and ($7::bigint is null or e.position >= $7)
+        and ($8::bigint is null or e.position <= $8)
+        and ($10::int[] is null or mod(hashtext(e.stream_id)::bigint + 2147483648, $9) = any($10::int[]))
+      order by e.tx_order, e.position
       limit $3`,
     /** Events of the run's range a reader cannot see yet: the run is not finished while any remain. */
     heldBack: `select exists (select 1 from ${s}.events
@@ -41,7 +54,8 @@ export function processingSql(s: string) {
       where type = any($1::text[])
         and ($2::timestamptz is null or occurred_at >= $2) and ($3::timestamptz is null or occurred_at < $3)
         and ($4::bigint is null or position >= $4) and ($5::bigint is null or position <= $5)`,
-    eventsByIds: `select ${EVENT_COLUMNS} from ${s}.events where id = any($1::uuid[]) order by tx_order, position`,
+    /** Events by id ($1), in log order, as a run reads them ($2 effect types). */
+    eventsByIds: `select ${runEventJson(s, '$2', '0')} from ${s}.events e where e.id = any($1::uuid[]) order by e.tx_order, e.position`,
 
     startRun: `insert into ${s}.processor_runs (run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events)
       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -51,18 +65,23 @@ export function processingSql(s: string) {
       from ${s}.processor_runs where run_id = $1`,
     completeRun: `update ${s}.processor_runs set status = 'completed', updated_at = now() where run_id = $1`,
     checkpoints: `select partition, tx_order, position from ${s}.processor_checkpoints where run_id = $1 and partition = any($2::int[])`,
-    saveCheckpoints: `insert into ${s}.processor_checkpoints (run_id, partition, tx_order, position)
-      select $1, unnest($2::int[]), $3, $4
+    /**
+     * A batch's bookkeeping in one statement: adds to the run's counters ($2 names, $3 values)
+     * and moves the checkpoints of partitions $4 forward to ($5, $6), never back.
+     */
+    saveProgress: `with counted as (
+        insert into ${s}.run_counters (run_id, name, value) select $1, unnest($2::text[]), unnest($3::bigint[])
+        on conflict (run_id, name) do update set value = ${s}.run_counters.value + excluded.value)
+      insert into ${s}.processor_checkpoints (run_id, partition, tx_order, position)
+      select $1, unnest($4::int[]), $5, $6
       on conflict (run_id, partition) do update set tx_order = excluded.tx_order, position = excluded.position, updated_at = now()
       where (${s}.processor_checkpoints.tx_order, ${s}.processor_checkpoints.position) < (excluded.tx_order, excluded.position)`,
-    addCounters: `insert into ${s}.run_counters (run_id, name, value) select $1, unnest($2::text[]), unnest($3::bigint[])
-      on conflict (run_id, name) do update set value = ${s}.run_counters.value + excluded.value`,
     counters: `select name, value from ${s}.run_counters where run_id = $1 order by name`,
 
-    /** Current rows for the keys a batch writes: ($1 projections, $2 keys). */
-    probe: `select p.projection, p.key, p.doc, p.version, p.observed_at
-      from unnest($1::text[], $2::text[]) as k(projection, key)
-      join ${s}.projections p on p.projection = k.projection and p.key = k.key`,
+    /** Current rows for the keys a batch writes: $1 a JSON array of [projection, key]; `i` is 1-based into it. */
+    probe: `select k.i::int as i, p.doc, p.version, p.observed_at
+      from json_array_elements($1::json) with ordinality as k(pair, i)
+      join ${s}.projections p on p.projection = k.pair->>0 and p.key = k.pair->>1`,
     /** Guarded upsert of many rows; returns the rows that applied. */
     upsert: `insert into ${s}.projections (projection, key, doc, version, observed_at, event_id)
       select * from unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[], $5::timestamptz[], $6::uuid[])
@@ -91,8 +110,6 @@ export function processingSql(s: string) {
         where ${s}.effects.state = 'reserved' and excluded.on_failure = 'release'
           and (${s}.effects.reserved_at < now() - $7 * interval '1 millisecond' or ${runnerIsGone(`${s}.effects.owner_token`)})
       returning key`,
-    /** The ledger entries among the given keys. */
-    effectStates: `select key, state from ${s}.effects where key = any($1::text[])`,
     completeEffects: `update ${s}.effects e set state = 'done', result = k.result, updated_at = now()
       from unnest($1::text[], $2::jsonb[]) as k(key, result)
       where e.key = k.key and e.owner_token = $3 and e.state = 'reserved'`,

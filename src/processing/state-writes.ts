@@ -1,10 +1,12 @@
-import { isDeepStrictEqual } from 'node:util';
 import type { Queryable } from '../db/database.js';
+import type { Suspended } from './batch.js';
 import { guardAllows, type GuardValues } from './guards.js';
 import type { Counters, RunContext } from './run-context.js';
 
 /** A state write a handler asked for. `order` is its place in the batch: event order, then call order. */
 export interface StateWrite {
+  /** The row it writes, from {@link rowKey}. */
+  id: string;
   order: number;
   eventId: string;
   projection: string;
@@ -13,22 +15,52 @@ export interface StateWrite {
   guard: GuardValues;
 }
 
-export interface ProbeRequest {
+export interface ProbeRequest extends Suspended<boolean> {
   write: StateWrite;
-  settle: (applied: boolean) => void;
 }
 
 interface StoredRow extends GuardValues {
   doc: unknown;
 }
 
-const rowKey = (projection: string, key: string) => `${projection}\u0000${key}`;
+export const rowKey = (projection: string, key: string) => `${projection}\u0000${key}`;
+
+const isPlainObject = (value: object) => {
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+};
+
+/**
+ * Whether `next` would be stored as `stored`, a document read back from the database. Plain JSON
+ * data is compared by value; anything else (a Date, a class instance) counts as different, so
+ * the worst a false "different" costs is one write of the same value.
+ */
+export function sameJson(stored: unknown, next: unknown): boolean {
+  if (stored === next) return true;
+  if (typeof stored !== 'object' || typeof next !== 'object' || stored === null || next === null) return false;
+  if (Array.isArray(stored) || Array.isArray(next)) {
+    if (!Array.isArray(stored) || !Array.isArray(next) || stored.length !== next.length) return false;
+    for (let i = 0; i < stored.length; i++) if (!sameJson(stored[i], next[i])) return false;
+    return true;
+  }
+  if (!isPlainObject(next)) return false;
+  const a = stored as Record<string, unknown>;
+  const b = next as Record<string, unknown>;
+  let keys = 0;
+  for (const key in b) {
+    if (!Object.hasOwn(a, key) || !sameJson(a[key], b[key])) return false;
+    keys++;
+  }
+  for (const key in a) if (Object.hasOwn(a, key)) keys--;
+  return keys === 0;
+}
 
 /**
  * Tracks a batch's writes against the stored rows, so each `ctx.upsert` learns whether it
  * applies without a round trip per write, and simulate can record before/after diffs.
  */
 export class StateBuffer {
+  /** Rows read so far: null when the row does not exist. */
   private readonly stored = new Map<string, StoredRow | null>();
   private readonly latest = new Map<string, GuardValues>();
   private readonly diffs = new Map<string, { projection: string; key: string; before: unknown; after: unknown }>();
@@ -37,71 +69,76 @@ export class StateBuffer {
 
   /** Loads the stored rows the requests touch (one query) and settles each request in batch order. */
   async probe(target: Queryable, requests: ProbeRequest[]): Promise<void> {
-    const missing = [...new Map(requests.map(({ write }) => [rowKey(write.projection, write.key), write])).values()].filter(
-      (write) => !this.stored.has(rowKey(write.projection, write.key)),
-    );
-    if (missing.length > 0) {
-      const { rows } = await target.query<{ projection: string; key: string; doc: unknown; version: number | null; observed_at: Date | null }>(this.run.sql.probe, [
-        missing.map((write) => write.projection),
-        missing.map((write) => write.key),
-      ]);
-      for (const write of missing) this.stored.set(rowKey(write.projection, write.key), null);
-      for (const row of rows) this.stored.set(rowKey(row.projection, row.key), { doc: row.doc, version: row.version, observedAt: row.observed_at });
+    const missing: StateWrite[] = [];
+    for (const { write } of requests) {
+      if (this.stored.has(write.id)) continue;
+      this.stored.set(write.id, null);
+      missing.push(write);
     }
-    for (const { write, settle } of [...requests].sort((a, b) => a.write.order - b.write.order)) settle(this.consider(write));
+    if (missing.length > 0) {
+      const { rows } = await target.query<{ i: number; doc: unknown; version: number | null; observed_at: Date | null }>(this.run.sql.probe, [
+        JSON.stringify(missing.map((write) => [write.projection, write.key])),
+      ]);
+      for (const row of rows) this.stored.set(missing[row.i - 1]!.id, { doc: row.doc, version: row.version, observedAt: row.observed_at });
+    }
+    requests.sort((a, b) => a.write.order - b.write.order);
+    for (const request of requests) request.resolve(this.consider(request.write));
   }
 
   private consider(write: StateWrite): boolean {
-    const id = rowKey(write.projection, write.key);
-    const stored = this.stored.get(id) ?? undefined;
-    const applies = guardAllows(this.latest.get(id) ?? stored, write.guard);
-    if (applies) this.latest.set(id, write.guard);
+    const stored = this.stored.get(write.id) ?? undefined;
+    const applies = guardAllows(this.latest.get(write.id) ?? stored, write.guard);
+    if (applies) this.latest.set(write.id, write.guard);
     // Simulate: a key whose stored row is newer than the event, or that would not change, is not a difference.
-    if (this.run.simulate && guardAllows(stored, write.guard) && !isDeepStrictEqual(stored?.doc, write.doc)) {
-      this.diffs.set(id, { projection: write.projection, key: write.key, before: stored?.doc ?? null, after: write.doc });
+    if (this.run.simulate && guardAllows(stored, write.guard) && !(stored && sameJson(stored.doc, write.doc))) {
+      this.diffs.set(write.id, { projection: write.projection, key: write.key, before: stored?.doc ?? null, after: write.doc });
     }
     return applies;
   }
 
-  /** Writes the winning write per key (guarded again in SQL), or the diffs when simulating. */
-  async commit(tx: Queryable, writes: StateWrite[], counters: Counters): Promise<void> {
-    if (this.run.simulate) return this.commitDiffs(tx);
-    if (writes.length === 0) return;
+  /**
+   * Prepares writing the winning write per key (guarded again in SQL), or the diffs when
+   * simulating; undefined when there is nothing to write. Counts what it can decide now.
+   */
+  prepareCommit(writes: StateWrite[], counters: Counters): ((tx: Queryable) => Promise<void>) | undefined {
+    if (this.run.simulate) return this.diffs.size > 0 ? (tx) => this.commitDiffs(tx) : undefined;
+    if (writes.length === 0) return undefined;
     const winners = new Map<string, StateWrite>();
-    for (const write of [...writes].sort((a, b) => a.order - b.order)) {
-      const id = rowKey(write.projection, write.key);
-      const current = winners.get(id);
-      if (!current || guardAllows(current.guard, write.guard)) winners.set(id, write);
+    for (const write of writes.sort((a, b) => a.order - b.order)) {
+      const current = winners.get(write.id);
+      if (!current || guardAllows(current.guard, write.guard)) winners.set(write.id, write);
     }
     // A write that would store what is already there (same guard, same document) is left out:
     // the upsert would still lock and rewrite the row. A replay of unchanged code hits this.
     let unchanged = 0;
-    const chosen = [...winners.values()].filter((write) => {
-      const stored = this.stored.get(rowKey(write.projection, write.key));
-      const same = !!stored && stored.version === write.guard.version && stored.observedAt?.getTime() === write.guard.observedAt?.getTime() && isDeepStrictEqual(stored.doc, write.doc);
+    const chosen: StateWrite[] = [];
+    for (const write of winners.values()) {
+      const stored = this.stored.get(write.id);
+      const same = !!stored && stored.version === write.guard.version && stored.observedAt?.getTime() === write.guard.observedAt?.getTime() && sameJson(stored.doc, write.doc);
       if (same) unchanged++;
-      return !same;
-    });
+      else chosen.push(write);
+    }
     if (chosen.length === 0) {
       counters.add('written', unchanged);
       counters.add('ignored-newer-version', writes.length - unchanged);
-      return;
+      return undefined;
     }
-    const { rows } = await tx.query<{ projection: string; key: string }>(this.run.sql.upsert, [
-      chosen.map((write) => write.projection),
-      chosen.map((write) => write.key),
-      chosen.map((write) => JSON.stringify(write.doc)),
-      chosen.map((write) => write.guard.version),
-      chosen.map((write) => write.guard.observedAt?.toISOString() ?? null),
-      chosen.map((write) => write.eventId),
-    ]);
-    counters.add('written', rows.length + unchanged);
-    counters.add('ignored-newer-version', writes.length - rows.length - unchanged);
+    return async (tx) => {
+      const { rows } = await tx.query<{ projection: string; key: string }>(this.run.sql.upsert, [
+        chosen.map((write) => write.projection),
+        chosen.map((write) => write.key),
+        chosen.map((write) => JSON.stringify(write.doc)),
+        chosen.map((write) => write.guard.version),
+        chosen.map((write) => write.guard.observedAt?.toISOString() ?? null),
+        chosen.map((write) => write.eventId),
+      ]);
+      counters.add('written', rows.length + unchanged);
+      counters.add('ignored-newer-version', writes.length - rows.length - unchanged);
+    };
   }
 
   private async commitDiffs(tx: Queryable): Promise<void> {
     const diffs = [...this.diffs.values()];
-    if (diffs.length === 0) return;
     await tx.query(this.run.sql.saveDiffs, [
       this.run.runId,
       diffs.map((diff) => diff.projection),
