@@ -26,10 +26,14 @@ export async function openFilledStore(schema) {
       [PROCESSING.events],
     );
   });
-  await db.query(`analyze ${schema}.events`);
+  await db.query(`vacuum analyze ${schema}.events`);
   return {
     db,
     store,
+    /** Vacuums and analyzes tables of the schema. */
+    async settle(tables) {
+      for (const table of tables) await db.query(`vacuum analyze ${schema}.${table}`);
+    },
     async close() {
       await db.query(`drop schema ${schema} cascade`);
       await db.close();

@@ -59,9 +59,19 @@ async function run<Row>(client: pg.Pool | pg.PoolClient, text: string, values?: 
   }
 }
 
+/**
+ * Server settings for rastro's connections. JIT is off: rastro's statements are short, and with
+ * statistics behind (right after a bulk load, say) the planner can put one over jit_above_cost;
+ * compiling it then takes longer than running it a hundred times. Settings in PGOPTIONS come
+ * after, so they win; an `options` parameter in the URL replaces these.
+ */
+function connectionOptions(): string {
+  return ['-c jit=off', process.env.PGOPTIONS].filter(Boolean).join(' ');
+}
+
 /** A {@link Database} on a PostgreSQL server through a `pg` pool. */
 export function openPostgres(options: PostgresOptions): Database {
-  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types });
+  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types, options: connectionOptions() });
   pool.on('error', (err) => options.onError?.(toDatabaseError(err)));
   const listener = new NotificationListener(options.url, options.onError);
 

@@ -4,6 +4,7 @@ import type { RecordedEvent } from '../store/event.js';
 import { runEffectRound, recordEffectOutcomes, type EffectOutcomes, type EffectRequest, type KnownEffects } from './effect-round.js';
 import { toGuardValues } from './guards.js';
 import { effectKey, type EffectOutcome, type HandlerContext, type UpsertGuard } from './processor.js';
+import type { BatchOutcome, Pipeline } from './process-events.js';
 import { saveProgress, type Checkpointing } from './progress.js';
 import { Counters, type RunContext } from './run-context.js';
 import { rowKey, StateBuffer, type ProbeRequest, type StateWrite } from './state-writes.js';
@@ -86,12 +87,18 @@ export class Batch {
     };
   }
 
-  /** Runs the batch to its commit; resolves with the counters it persisted. */
-  async execute(checkpointing: Checkpointing): Promise<Counters> {
+  /**
+   * Runs the batch to its commit; resolves with the counters it persisted and the streams it
+   * parked. With `pipeline`, its commit waits for the previous batch's progress, and a batch that
+   * changed nothing but its progress resolves before that is saved, with `saving`.
+   */
+  async execute(checkpointing: Checkpointing, pipeline?: Pipeline): Promise<BatchOutcome> {
     this.startStreams();
     await this.settle(this.run.db);
     const last = this.tasks[this.tasks.length - 1]!.event;
+    let parked: Task[] = [];
     const write = async (tx: Queryable, plan: CommitPlan) => {
+      parked = plan.parked;
       await plan.writeState?.(tx);
       await recordEffectOutcomes(this.run, tx, this.outcomes);
       await this.park(tx, plan.parked);
@@ -99,6 +106,7 @@ export class Batch {
     };
     try {
       if (this.statements.length > 0) {
+        await pipeline?.previous;
         // Handlers wait on ctx.tx: their statements run in the transaction, then they go on.
         await this.run.db.transaction(async (tx) => {
           this.transaction = tx;
@@ -107,16 +115,26 @@ export class Batch {
         });
       } else {
         const plan = this.plan();
-        // Nothing changed but the run's progress: one statement is its own transaction.
-        if (plan.onlyProgress) await saveProgress(this.run, this.run.db, this.counters, checkpointing, last);
-        else await this.run.db.transaction((tx) => write(tx, plan));
+        if (plan.onlyProgress) {
+          // Nothing changed but the run's progress: one statement is its own transaction. The
+          // next batch needs none of it, so under a pipeline it starts while this is saved.
+          const saving = (async () => {
+            await pipeline?.previous;
+            await saveProgress(this.run, this.run.db, this.counters, checkpointing, last);
+          })();
+          if (pipeline) return { counters: this.counters, parkedStreams: new Set(), saving };
+          await saving;
+        } else {
+          await pipeline?.previous;
+          await this.run.db.transaction((tx) => write(tx, plan));
+        }
       }
     } catch (err) {
       // The state did not commit, but the calls were made: their outcomes must not be lost.
       await recordEffectOutcomes(this.run, this.run.db, this.outcomes).catch(() => undefined);
       throw err;
     }
-    return this.counters;
+    return { counters: this.counters, parkedStreams: new Set(parked.map((task) => task.event.streamId)) };
   }
 
   /** What the batch's transaction writes, once every handler has finished. Counts as it goes. */

@@ -71,7 +71,7 @@ export async function runEffectRound(
     run.runId,
     run.ownerToken,
     run.leaseMs,
-  ]);
+  ], { prepare: true });
   const reserved = new Set(rows.map((row) => row.key));
   const calls: { request: EffectRequest; key: string }[] = [];
   requests.forEach((request, i) => {
@@ -107,7 +107,7 @@ export async function runEffectRound(
 /** Records the outcomes of calls made, on `target` (the batch's transaction, or the database). */
 export async function recordEffectOutcomes(run: RunContext, target: { query: RunContext['db']['query'] }, outcomes: EffectOutcomes): Promise<void> {
   if (outcomes.done.length > 0) {
-    await target.query(run.sql.completeEffects, [outcomes.done.map((o) => o.key), outcomes.done.map((o) => o.result), run.ownerToken]);
+    await target.query(run.sql.completeEffects, [outcomes.done.map((o) => o.key), outcomes.done.map((o) => o.result), run.ownerToken], { prepare: true });
   }
   if (outcomes.uncertain.length > 0) {
     await target.query(run.sql.markUncertain, [outcomes.uncertain.map((o) => o.key), outcomes.uncertain.map((o) => o.error), run.ownerToken]);

@@ -8,7 +8,7 @@ import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { processEvents } from './process-events.js';
 import { saveProgress, type Checkpointing } from './progress.js';
-import { isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
+import { decodeRunEvents, isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
 import { openRunnerSession, type RunnerSession } from './runner-session.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql, type ProcessingSql } from './sql.js';
@@ -134,7 +134,8 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     const checkpoints = await loadCheckpoints(db, sql, runId, owned);
     const after = [...checkpoints.values()].reduce((min, cp) => (isAfter(min, cp) ? cp : min));
     const limit = options.batchSize ?? 500;
-    const { events: read, ledger } = await readRunBatch(db, sql, processor, WHOLE_LOG, after, limit, policy, { count, owned });
+    const input = decodeRunEvents(await readRunBatch(run, WHOLE_LOG, after, limit, { count, owned }));
+    const read = input.events;
     // A partition whose checkpoint is ahead of the others has handled some of these already.
     const events = read.filter((event) => isAfter(event, checkpoints.get(event.partition)!));
     const last = read[read.length - 1];
@@ -143,8 +144,8 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     const final = events[events.length - 1];
     const checkpointing: Checkpointing = { partitions: owned, at: (through) => (through === final ? last : through) };
     if (events.length > 0) {
-      const batch = await processEvents(run, events, ledger, checkpointing);
-      for (const [name, value] of batch.entries()) counters.add(name, value);
+      const batch = await processEvents(run, { ...input, events }, checkpointing);
+      for (const [name, value] of batch.counters.entries()) counters.add(name, value);
     } else await saveProgress(run, db, new Counters(), checkpointing, last);
     return read.length === limit;
   }

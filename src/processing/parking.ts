@@ -5,7 +5,7 @@ import { validatePolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { processEvents } from './process-events.js';
 import { NO_CHECKPOINT } from './progress.js';
-import { readRunEvents } from './read-batch.js';
+import { readRunEvents, type RunEvents } from './read-batch.js';
 import { openRunnerSession } from './runner-session.js';
 import type { RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
@@ -57,20 +57,21 @@ export function parkedEvents(store: EventStore) {
     const info = runs[0];
     if (!info) throw new ValidationError('runId', `no run ${runId}`);
     const ids = (await db.query<{ event_id: string }>(sql.parkedOfStream, [runId, streamId])).rows.map((row) => row.event_id);
-    const policy = validatePolicy(info.policy);
-    const { events, ledger } = await readRunEvents(db, sql, ids, policy);
     const runner = await openRunnerSession(db, sql);
     const run: RunContext = {
-      db, sql, processor, runId, mode: info.mode, simulate: info.simulate, policy,
+      db, sql, processor, runId, mode: info.mode, simulate: info.simulate, policy: validatePolicy(info.policy),
       ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8,
     };
     let handled = 0;
+    let events: RunEvents['events'] = [];
     try {
+      const input = await readRunEvents(run, ids);
+      events = input.events;
       for (const event of events) {
         // Lift the block for this event only; a new failure parks it again in the same transaction.
         await db.query(sql.unpark, [runId, event.id]);
-        const counters = await processEvents(run, [event], ledger, NO_CHECKPOINT, { retryingParked: true });
-        if (counters.get('parked') > 0) break;
+        const outcome = await processEvents(run, { ...input, events: [event] }, NO_CHECKPOINT);
+        if (outcome.counters.get('parked') > 0) break;
         handled++;
       }
     } finally {

@@ -1,20 +1,33 @@
 import type { RecordedEvent } from '../store/event.js';
 import { Batch, BatchNeedsSplitting } from './batch.js';
-import type { KnownEffects } from './effect-round.js';
 import { saveProgress, type Checkpointing } from './progress.js';
+import type { RunEvents } from './read-batch.js';
 import { Counters, type CounterName, type RunContext } from './run-context.js';
 
-async function blockedStreams(run: RunContext): Promise<Set<string>> {
-  const { rows } = await run.db.query<{ stream_id: string }>(run.sql.blockedStreams, [run.runId]);
-  return new Set(rows.map((row) => row.stream_id));
+/** What processing a batch did: its counters (persisted with it) and the streams it parked. */
+export interface BatchOutcome {
+  counters: Counters;
+  parkedStreams: Set<string>;
+  /** Under a {@link Pipeline}: the batch's progress, still being saved. */
+  saving?: Promise<void>;
 }
 
-function merge(into: Counters, from: Counters): void {
-  for (const [name, value] of from.entries()) into.add(name as CounterName, value);
+/**
+ * Batches processed one after another by the same runner, where a batch that only moves the
+ * run's progress need not be saved before the next one starts (a replay, whose next batch is
+ * already read). Commits stay in order: each waits for `previous`.
+ */
+export interface Pipeline {
+  previous: Promise<void>;
+}
+
+function merge(into: BatchOutcome, from: BatchOutcome): void {
+  for (const [name, value] of from.counters.entries()) into.counters.add(name as CounterName, value);
+  for (const stream of from.parkedStreams) into.parkedStreams.add(stream);
 }
 
 /** Parks an event whose handler failed inside its own transaction, and moves past it. */
-async function parkAlone(run: RunContext, event: RecordedEvent, failure: unknown, checkpointing: Checkpointing): Promise<Counters> {
+async function parkAlone(run: RunContext, event: RecordedEvent, failure: unknown, checkpointing: Checkpointing): Promise<BatchOutcome> {
   const counters = new Counters();
   counters.add('events');
   counters.add('parked');
@@ -23,30 +36,32 @@ async function parkAlone(run: RunContext, event: RecordedEvent, failure: unknown
     await tx.query(run.sql.parkMany, [run.processor.name, run.runId, [event.id], [event.streamId], [event.position], ['failed'], [error]]);
     await saveProgress(run, tx, counters, checkpointing, event);
   });
-  return counters;
+  return { counters, parkedStreams: new Set([event.streamId]) };
 }
 
 /**
- * Processes events as one batch, given their effect ledger entries as read with them (an entry
- * settled since is caught by the reservation). If a handler failed after its SQL
- * ran in the batch's transaction, processes them again one at a time so only that event is parked.
+ * Processes events as one batch, given their effect ledger entries and blocked streams as read
+ * with them (an effect settled since is caught by the reservation). If a handler failed after
+ * its SQL ran in the batch's transaction, processes them again one at a time so only that event
+ * is parked.
  */
-export async function processEvents(
-  run: RunContext,
-  events: RecordedEvent[],
-  ledger: KnownEffects,
-  checkpointing: Checkpointing,
-  options: { retryingParked?: boolean } = {},
-): Promise<Counters> {
-  if (events.length === 0) return new Counters();
+export async function processEvents(run: RunContext, input: RunEvents, checkpointing: Checkpointing, pipeline?: Pipeline): Promise<BatchOutcome> {
+  const { events } = input;
+  if (events.length === 0) return { counters: new Counters(), parkedStreams: new Set(), saving: pipeline?.previous };
   try {
-    const blocked = options.retryingParked ? new Set<string>() : await blockedStreams(run);
-    return await new Batch(run, events, ledger, blocked).execute(checkpointing);
+    return await new Batch(run, events, input.ledger, input.blocked).execute(checkpointing, pipeline);
   } catch (err) {
     if (!(err instanceof BatchNeedsSplitting)) throw err;
+    await pipeline?.previous;
     if (events.length === 1) return parkAlone(run, events[0]!, err.failure, checkpointing);
   }
-  const total = new Counters();
-  for (const event of events) merge(total, await processEvents(run, [event], ledger, checkpointing, options));
+  const total: BatchOutcome = { counters: new Counters(), parkedStreams: new Set() };
+  // A stream parked by an earlier event of this batch blocks the later ones.
+  const blocked = new Set(input.blocked);
+  for (const event of events) {
+    const outcome = await processEvents(run, { events: [event], ledger: input.ledger, blocked }, checkpointing);
+    merge(total, outcome);
+    for (const stream of outcome.parkedStreams) blocked.add(stream);
+  }
   return total;
 }

@@ -22,5 +22,5 @@ export async function saveProgress(run: RunContext, target: Queryable, counters:
     checkpointing.partitions,
     through.txOrder,
     through.position,
-  ]);
+  ], { prepare: true });
 }

@@ -1,8 +1,9 @@
 import type { Queryable } from '../db/database.js';
 import { LOG_START, type EventMetadata, type LogCheckpoint, type RecordedEvent } from '../store/event.js';
-import { appliedTypes, type EffectPolicy } from './policy.js';
+import { appliedTypes } from './policy.js';
 import type { KnownEffects } from './effect-round.js';
 import type { Processor } from './processor.js';
+import type { RunContext } from './run-context.js';
 import type { ProcessingSql } from './sql.js';
 
 /** The slice of the log a run covers. */
@@ -23,6 +24,8 @@ export interface PartitionedEvent extends RecordedEvent {
 export interface RunEvents {
   events: PartitionedEvent[];
   ledger: KnownEffects;
+  /** Streams with parked events of the run when the events were read: their events wait. */
+  blocked: Set<string>;
 }
 
 export function handledTypes(processor: Processor): string[] {
@@ -48,7 +51,16 @@ type RunEventJson = [
   partition: number,
 ];
 
-function toRunEvents(rows: { event: string }[]): RunEvents {
+/**
+ * A run's batch as read, still encoded: a batch read ahead holds one string per event until it
+ * is processed, which keeps the garbage collector's survivors few.
+ */
+export interface EncodedRunEvents {
+  rows: { event: string }[];
+  blocked: Set<string>;
+}
+
+export function decodeRunEvents({ rows, blocked }: EncodedRunEvents): RunEvents {
   const ledger = new Map<string, Record<string, string>>();
   const events = rows.map((row): PartitionedEvent => {
     const [position, txOrder, streamId, streamVersion, id, type, data, metadata, occurredMs, recordedMs, entries, partition] = JSON.parse(row.event) as RunEventJson;
@@ -69,37 +81,43 @@ function toRunEvents(rows: { event: string }[]): RunEvents {
       partition,
     };
   });
-  return { events, ledger };
+  return { events, ledger, blocked };
 }
 
 /** The next events of a run's range after `after`, never skipping a committed one. */
 export async function readRunBatch(
-  db: Queryable,
-  sql: ProcessingSql,
-  processor: Processor,
+  run: RunContext,
   range: RunRange,
   after: LogCheckpoint,
   limit: number,
-  policy: EffectPolicy,
   partitions?: { count: number; owned: number[] },
-): Promise<RunEvents> {
-  const { rows } = await db.query<{ event: string }>(sql.readBatch, [
-    after.txOrder,
-    after.position,
-    limit,
-    handledTypes(processor),
-    ...rangeValues(range),
-    partitions?.count ?? 1,
-    partitions?.owned ?? null,
-    appliedTypes(policy),
+): Promise<EncodedRunEvents> {
+  const { db, sql } = run;
+  const [{ rows }, blocked] = await Promise.all([
+    db.query<{ event: string }>(
+      sql.readBatch,
+      [
+        after.txOrder,
+        after.position,
+        limit,
+        handledTypes(run.processor),
+        ...rangeValues(range),
+        partitions?.count ?? 1,
+        partitions?.owned ?? null,
+        appliedTypes(run.policy),
+      ],
+      { prepare: true },
+    ),
+    // Streams parked are few: all of them rather than a lookup per stream of the batch.
+    db.query<{ stream_id: string }>(sql.blockedStreams, [run.runId], { prepare: true }),
   ]);
-  return toRunEvents(rows);
+  return { rows, blocked: new Set(blocked.rows.map((row) => row.stream_id)) };
 }
 
-/** Events by id, in log order, as a run reads them. */
-export async function readRunEvents(db: Queryable, sql: ProcessingSql, ids: string[], policy: EffectPolicy): Promise<RunEvents> {
-  const { rows } = await db.query<{ event: string }>(sql.eventsByIds, [ids, appliedTypes(policy)]);
-  return toRunEvents(rows);
+/** Events by id, in log order, as a run reads them, none blocked: for re-running parked events. */
+export async function readRunEvents(run: RunContext, ids: string[]): Promise<RunEvents> {
+  const { rows } = await run.db.query<{ event: string }>(run.sql.eventsByIds, [ids, appliedTypes(run.policy)]);
+  return decodeRunEvents({ rows, blocked: new Set() });
 }
 
 /** Whether events of the range are committed but still behind an open transaction. */

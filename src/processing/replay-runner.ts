@@ -4,7 +4,7 @@ import type { EventStore } from '../store/event-store.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
-import { countRange, loadCheckpoints, rangeHeldBack, readRunBatch, type RunRange } from './read-batch.js';
+import { countRange, decodeRunEvents, loadCheckpoints, rangeHeldBack, readRunBatch, type RunRange } from './read-batch.js';
 import { processEvents } from './process-events.js';
 import type { Checkpointing } from './progress.js';
 import { openRunnerSession } from './runner-session.js';
@@ -107,12 +107,19 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     const checkpointing: Checkpointing = { partitions: [0], at: (last) => last };
     const counters = new Counters();
     const limit = options.batchSize ?? 1000;
-    const read = (after: typeof checkpoint) => readRunBatch(db, sql, processor, range, after, limit, policy);
+    const read = (after: typeof checkpoint) => readRunBatch(run, range, after, limit);
     let done = 0;
     // The next batch is read while this one is processed: reading events needs none of its state.
+    // Its blocked streams are read before this batch commits, so the streams this batch parks
+    // are added to them.
     let next = read(checkpoint);
+    let parkedStreams = new Set<string>();
+    // A batch that only moved the run's progress is saved while the next one runs.
+    let saving: Promise<void> = Promise.resolve();
     for (;;) {
-      const { events, ledger } = await next;
+      const input = decodeRunEvents(await next);
+      const { events } = input;
+      for (const stream of parkedStreams) input.blocked.add(stream);
       if (events.length === 0) {
         if (!(await rangeHeldBack(db, sql, processor, range))) break;
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -122,11 +129,15 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
       checkpoint = events[events.length - 1]!;
       next = read(checkpoint);
       next.catch(() => undefined);
-      const batch = await processEvents(run, events, ledger, checkpointing);
-      for (const [name, value] of batch.entries()) counters.add(name, value);
+      const batch = await processEvents(run, input, checkpointing, { previous: saving });
+      saving = batch.saving ?? Promise.resolve();
+      saving.catch(() => undefined);
+      parkedStreams = batch.parkedStreams;
+      for (const [name, value] of batch.counters.entries()) counters.add(name, value);
       done += events.length;
       options.onProgress?.({ done, total, counters });
     }
+    await saving;
     await db.query(sql.completeRun, [runId]);
     return { runId, total, counters: await runCounters(db, sql, runId) };
   } finally {

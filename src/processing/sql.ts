@@ -15,13 +15,12 @@ function runnerIsGone(token: string): string {
  * columns): position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at
  * and recorded_at as epoch milliseconds, then `ledger`: the event's effect ledger entries for the
  * effect types in `types`, `{ [effectType]: state }` or null, so a batch needs no lookup of its
- * own (keys built as {@link effectKey} builds them), then `partition`.
+ * own, then `partition`.
  */
 function runEventJson(s: string, types: string, partition: string): string {
   return `json_build_array(e.position, e.tx_order, e.stream_id, e.stream_version, e.id, e.type, e.data, e.metadata,
       floor(extract(epoch from e.occurred_at) * 1000), floor(extract(epoch from e.recorded_at) * 1000),
-      (select json_object_agg(f.effect_type, f.state) from ${s}.effects f
-        where f.key = any(array(select e.id::text || ':' || t from unnest(${types}::text[]) t))),
+      (select json_object_agg(f.effect_type, f.state) from ${s}.effects f where f.event_id = e.id and f.effect_type = any(${types}::text[])),
       ${partition})::text as event`;
 }
 

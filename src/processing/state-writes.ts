@@ -78,7 +78,7 @@ export class StateBuffer {
     if (missing.length > 0) {
       const { rows } = await target.query<{ i: number; doc: unknown; version: number | null; observed_at: Date | null }>(this.run.sql.probe, [
         JSON.stringify(missing.map((write) => [write.projection, write.key])),
-      ]);
+      ], { prepare: true });
       for (const row of rows) this.stored.set(missing[row.i - 1]!.id, { doc: row.doc, version: row.version, observedAt: row.observed_at });
     }
     requests.sort((a, b) => a.write.order - b.write.order);
@@ -131,7 +131,7 @@ export class StateBuffer {
         chosen.map((write) => write.guard.version),
         chosen.map((write) => write.guard.observedAt?.toISOString() ?? null),
         chosen.map((write) => write.eventId),
-      ]);
+      ], { prepare: true });
       counters.add('written', rows.length + unchanged);
       counters.add('ignored-newer-version', writes.length - rows.length - unchanged);
     };
