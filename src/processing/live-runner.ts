@@ -8,7 +8,7 @@ import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { processEvents } from './process-events.js';
 import { saveProgress, type Checkpointing } from './progress.js';
-import { decodeRunEvents, isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
+import { isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
 import { openRunnerSession, type RunnerSession } from './runner-session.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql, type ProcessingSql } from './sql.js';
@@ -134,7 +134,7 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     const checkpoints = await loadCheckpoints(db, sql, runId, owned);
     const after = [...checkpoints.values()].reduce((min, cp) => (isAfter(min, cp) ? cp : min));
     const limit = options.batchSize ?? 500;
-    const input = decodeRunEvents(await readRunBatch(run, WHOLE_LOG, after, limit, { count, owned }));
+    const input = await readRunBatch(run, WHOLE_LOG, after, limit, { count, owned });
     const read = input.events;
     // A partition whose checkpoint is ahead of the others has handled some of these already.
     const events = read.filter((event) => isAfter(event, checkpoints.get(event.partition)!));

@@ -51,16 +51,7 @@ type RunEventJson = [
   partition: number,
 ];
 
-/**
- * A run's batch as read, still encoded: a batch read ahead holds one string per event until it
- * is processed, which keeps the garbage collector's survivors few.
- */
-export interface EncodedRunEvents {
-  rows: { event: string }[];
-  blocked: Set<string>;
-}
-
-export function decodeRunEvents({ rows, blocked }: EncodedRunEvents): RunEvents {
+function decodeRunEvents(rows: { event: string }[], blocked: Set<string>): RunEvents {
   const ledger = new Map<string, Record<string, string>>();
   const events = rows.map((row): PartitionedEvent => {
     const [position, txOrder, streamId, streamVersion, id, type, data, metadata, occurredMs, recordedMs, entries, partition] = JSON.parse(row.event) as RunEventJson;
@@ -91,7 +82,7 @@ export async function readRunBatch(
   after: LogCheckpoint,
   limit: number,
   partitions?: { count: number; owned: number[] },
-): Promise<EncodedRunEvents> {
+): Promise<RunEvents> {
   const { db, sql } = run;
   const [{ rows }, blocked] = await Promise.all([
     db.query<{ event: string }>(
@@ -111,13 +102,13 @@ export async function readRunBatch(
     // Streams parked are few: all of them rather than a lookup per stream of the batch.
     db.query<{ stream_id: string }>(sql.blockedStreams, [run.runId], { prepare: true }),
   ]);
-  return { rows, blocked: new Set(blocked.rows.map((row) => row.stream_id)) };
+  return decodeRunEvents(rows, new Set(blocked.rows.map((row) => row.stream_id)));
 }
 
 /** Events by id, in log order, as a run reads them, none blocked: for re-running parked events. */
 export async function readRunEvents(run: RunContext, ids: string[]): Promise<RunEvents> {
   const { rows } = await run.db.query<{ event: string }>(run.sql.eventsByIds, [ids, appliedTypes(run.policy)]);
-  return decodeRunEvents({ rows, blocked: new Set() });
+  return decodeRunEvents(rows, new Set());
 }
 
 /** Whether events of the range are committed but still behind an open transaction. */

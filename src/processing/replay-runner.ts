@@ -4,7 +4,7 @@ import type { EventStore } from '../store/event-store.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
-import { countRange, decodeRunEvents, loadCheckpoints, rangeHeldBack, readRunBatch, type RunRange } from './read-batch.js';
+import { countRange, loadCheckpoints, rangeHeldBack, readRunBatch, type RunRange } from './read-batch.js';
 import { processEvents } from './process-events.js';
 import type { Checkpointing } from './progress.js';
 import { openRunnerSession } from './runner-session.js';
@@ -117,7 +117,7 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     // A batch that only moved the run's progress is saved while the next one runs.
     let saving: Promise<void> = Promise.resolve();
     for (;;) {
-      const input = decodeRunEvents(await next);
+      const input = await next;
       const { events } = input;
       for (const stream of parkedStreams) input.blocked.add(stream);
       if (events.length === 0) {

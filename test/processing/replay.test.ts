@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { commissionCents, commissionProcessor } from '../../src/demo/commission.js';
 import { sellerNotifierClient } from '../../src/demo/seller-notifier.js';
 import { effectLedger } from '../../src/processing/effect-admin.js';
+import { parkedEvents } from '../../src/processing/parking.js';
+import { defineProcessor } from '../../src/processing/processor.js';
 import { runReplay } from '../../src/processing/replay-runner.js';
 import { runDiff } from '../../src/processing/run-diff.js';
 import { backends } from '../support/databases.js';
@@ -148,6 +150,31 @@ describe.each(backends())('replay on $name', (backend) => {
     const summary = await runReplay(processor, { store, runId: 'again', policy: apply, batchSize: 4 });
     expect(summary.counters).toMatchObject({ events: 10, applied: 10 });
     expect(files.notifier().sent).toHaveLength(10);
+  });
+
+  it('holds a stream parked in one batch back in the next, though that batch was read before the park', async () => {
+    const store = await storeOn(backend);
+    const handled: string[] = [];
+    const processor = defineProcessor({
+      name: 'picky',
+      handlers: {
+        'order.paid': async (event, ctx) => {
+          if (event.data.orderId === 'bad') throw new Error('cannot handle this order');
+          handled.push(String(event.data.orderId));
+          await ctx.upsert('seen', event.streamId, { v: event.streamVersion }, { version: event.streamVersion });
+        },
+      },
+    });
+    // Batches of two: the stream's second event is in the batch read ahead while the first is parked.
+    await store.append('order-bad', [{ type: 'order.paid', data: { orderId: 'bad' } }]);
+    await store.append('order-a', [{ type: 'order.paid', data: { orderId: 'a' } }]);
+    await store.append('order-bad', [{ type: 'order.paid', data: { orderId: 'bad-later' } }]);
+    await store.append('order-b', [{ type: 'order.paid', data: { orderId: 'b' } }]);
+    const summary = await runReplay(processor, { store, runId: 'held', policy: {}, batchSize: 2 });
+    expect(summary.counters).toMatchObject({ events: 4, parked: 2 });
+    expect(handled).toEqual(['a', 'b']);
+    const parked = await parkedEvents(store).list({ runId: 'held' });
+    expect(parked.map((p) => p.reason)).toEqual(['failed', 'waiting']);
   });
 
   it('rejects a bad policy, run id or window before touching anything', async () => {
