@@ -11,7 +11,9 @@ import { httpApiSection } from './http-api/section.js';
 import { processingSection } from './processing/section.js';
 
 const SECTIONS = [eventStoreSection, httpApiSection, processingSection];
-const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
+const RUNS = process.env.BENCH_RUNS ? Math.max(1, Number(process.env.BENCH_RUNS)) : undefined;
+/** Runs per contender: BENCH_RUNS, else the section's own count (noisier sections take more), else 3. */
+const runsOf = (section) => RUNS ?? section.runs ?? 3;
 const RESULTS_PATH = fileURLToPath(new URL('./results.json', import.meta.url));
 const DOC_PATH = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url));
 const COMMAND = 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench';
@@ -31,7 +33,8 @@ function runChild(contender, run) {
 
 async function runSection(section) {
   const samples = Object.fromEntries(section.contenders.map((contender) => [contender.name, []]));
-  for (let run = 1; run <= RUNS; run += 1) {
+  const runs = runsOf(section);
+  for (let run = 1; run <= runs; run += 1) {
     for (const contender of section.contenders) {
       const started = Date.now();
       const results = await runChild(contender, run);
@@ -39,7 +42,7 @@ async function runSection(section) {
       const values = Object.entries(results)
         .map(([key, value]) => `${key} ${value >= 100 ? Math.round(value) : value.toFixed(1)}`)
         .join(', ');
-      console.error(`${section.name}: run ${run}/${RUNS} ${contender.name} in ${((Date.now() - started) / 1000).toFixed(1)} s: ${values}`);
+      console.error(`${section.name}: run ${run}/${runs} ${contender.name} in ${((Date.now() - started) / 1000).toFixed(1)} s: ${values}`);
     }
   }
   const medians = {};
@@ -59,7 +62,7 @@ ${COMMAND}
 \`\`\`
 
 Machine: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), PostgreSQL ${serverVersion} with default
-settings on the same machine, Node ${process.version}. Median of ${RUNS} runs, measured ${new Date().toISOString().slice(0, 10)}.
+settings on the same machine, Node ${process.version}. Median of ${runsOf(section)} runs, measured ${new Date().toISOString().slice(0, 10)}.
 
 ${markdownTable(section, lines)}
 
@@ -74,7 +77,7 @@ async function main() {
   const sections = SECTIONS.filter((section) => !filter || section.name === filter);
   if (sections.length === 0) throw new Error(`no bench section named ${filter}; sections: ${SECTIONS.map((s) => s.name).join(', ')}`);
   const serverVersion = await assertReachable();
-  console.error(`PostgreSQL ${serverVersion} at ${describeUrl()}, ${RUNS} runs per contender`);
+  console.error(`PostgreSQL ${serverVersion} at ${describeUrl()}, ${RUNS ?? 'by section:'} runs per contender${RUNS ? '' : ` ${sections.map((s) => `${s.name} ${runsOf(s)}`).join(', ')}`}`);
   for (const section of sections) {
     const started = Date.now();
     const summary = await runSection(section);
