@@ -47,17 +47,14 @@ type RunEventJson = [
   metadata: EventMetadata,
   occurredMs: number,
   recordedMs: number,
-  ledger: Record<string, string> | null,
   partition: number,
 ];
 
-function decodeRunEvents(rows: { event: string }[], blocked: Set<string>): RunEvents {
-  const ledger = new Map<string, Record<string, string>>();
-  const events = rows.map((row): PartitionedEvent => {
-    const [position, txOrder, streamId, streamVersion, id, type, data, metadata, occurredMs, recordedMs, entries, partition] = JSON.parse(row.event) as RunEventJson;
+function decodeEvents(rows: { event: string }[]): PartitionedEvent[] {
+  return rows.map((row): PartitionedEvent => {
+    const [position, txOrder, streamId, streamVersion, id, type, data, metadata, occurredMs, recordedMs, partition] = JSON.parse(row.event) as RunEventJson;
     // JSON numbers beyond 2^53 would be rounded silently; the log's never get there, but say so if they do.
     if (!Number.isSafeInteger(position) || !Number.isSafeInteger(txOrder)) throw new RangeError('event position exceeds Number.MAX_SAFE_INTEGER');
-    if (entries) ledger.set(id, entries);
     return {
       id,
       streamId,
@@ -72,8 +69,20 @@ function decodeRunEvents(rows: { event: string }[], blocked: Set<string>): RunEv
       partition,
     };
   });
-  return { events, ledger, blocked };
 }
+
+/** Ledger entries as the ledger queries return them: a JSON array of [event id, effect type, state]. */
+function decodeLedger(rows: { entries: string | null }[]): KnownEffects {
+  const ledger = new Map<string, Record<string, string>>();
+  for (const [eventId, effectType, state] of JSON.parse(rows[0]?.entries ?? '[]') as [string, string, string][]) {
+    const entries = ledger.get(eventId);
+    if (entries) entries[effectType] = state;
+    else ledger.set(eventId, { [effectType]: state });
+  }
+  return ledger;
+}
+
+const NO_LEDGER: KnownEffects = new Map();
 
 /** The next events of a run's range after `after`, never skipping a committed one. */
 export async function readRunBatch(
@@ -84,31 +93,25 @@ export async function readRunBatch(
   partitions?: { count: number; owned: number[] },
 ): Promise<RunEvents> {
   const { db, sql } = run;
-  const [{ rows }, blocked] = await Promise.all([
-    db.query<{ event: string }>(
-      sql.readBatch,
-      [
-        after.txOrder,
-        after.position,
-        limit,
-        handledTypes(run.processor),
-        ...rangeValues(range),
-        partitions?.count ?? 1,
-        partitions?.owned ?? null,
-        appliedTypes(run.policy),
-      ],
-      { prepare: true },
-    ),
-    // Streams parked are few: all of them rather than a lookup per stream of the batch.
+  const next = [after.txOrder, after.position, limit, handledTypes(run.processor), ...rangeValues(range), partitions?.count ?? 1, partitions?.owned ?? null];
+  const types = appliedTypes(run.policy);
+  // Three statements at once: the events, their ledger entries, and the run's parked streams
+  // (few: all of them rather than a lookup per stream of the batch).
+  const [events, ledger, blocked] = await Promise.all([
+    db.query<{ event: string }>(sql.readBatch, next, { prepare: true }).then(({ rows }) => decodeEvents(rows)),
+    types.length === 0 ? NO_LEDGER : db.query<{ entries: string | null }>(sql.ledgerOfNextEvents, [...next, types], { prepare: true }).then(({ rows }) => decodeLedger(rows)),
     db.query<{ stream_id: string }>(sql.blockedStreams, [run.runId], { prepare: true }),
   ]);
-  return decodeRunEvents(rows, new Set(blocked.rows.map((row) => row.stream_id)));
+  return { events, ledger, blocked: new Set(blocked.rows.map((row) => row.stream_id)) };
 }
 
 /** Events by id, in log order, as a run reads them, none blocked: for re-running parked events. */
 export async function readRunEvents(run: RunContext, ids: string[]): Promise<RunEvents> {
-  const { rows } = await run.db.query<{ event: string }>(run.sql.eventsByIds, [ids, appliedTypes(run.policy)]);
-  return decodeRunEvents(rows, new Set());
+  const { rows } = await run.db.query<{ event: string }>(run.sql.eventsByIds, [ids]);
+  const events = decodeEvents(rows);
+  const types = appliedTypes(run.policy);
+  const ledger = types.length === 0 ? NO_LEDGER : decodeLedger((await run.db.query<{ entries: string | null }>(run.sql.ledgerOfEvents, [ids, types])).rows);
+  return { events, ledger, blocked: new Set() };
 }
 
 /** Whether events of the range are committed but still behind an open transaction. */

@@ -13,27 +13,21 @@ function runnerIsGone(token: string): string {
 /**
  * An event as a run reads it, as one JSON array per row (one value to decode instead of a dozen
  * columns): position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at
- * and recorded_at as epoch milliseconds, then `ledger`: the event's effect ledger entries for the
- * effect types in `types`, `{ [effectType]: state }` or null, so a batch needs no lookup of its
- * own, then `partition`.
+ * and recorded_at as epoch milliseconds, then `partition`.
  */
-function runEventJson(s: string, types: string, partition: string): string {
+function runEventJson(partition: string): string {
   return `json_build_array(e.position, e.tx_order, e.stream_id, e.stream_version, e.id, e.type, e.data, e.metadata,
       floor(extract(epoch from e.occurred_at) * 1000), floor(extract(epoch from e.recorded_at) * 1000),
-      (select json_object_agg(f.effect_type, f.state) from ${s}.effects f where f.event_id = e.id and f.effect_type = any(${types}::text[])),
       ${partition})::text as event`;
 }
 
 /** Processing statements for one schema (`s` validated and quoted). */
 export function processingSql(s: string) {
-  return {
-    /**
-     * The next events for a run, with the store's no-skip rule. $1/$2 checkpoint, $3 limit,
-     * $4 types, $5/$6 occurredAt window, $7/$8 position range, $9 partition count, $10 partitions,
-     * $11 the effect types whose ledger entries come along.
-     */
-    readBatch: `select ${runEventJson(s, '$11', 'case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end')}
-      from ${s}.events e
+  /**
+   * The next events for a run, with the store's no-skip rule. $1/$2 checkpoint, $3 limit,
+   * $4 types, $5/$6 occurredAt window, $7/$8 position range, $9 partition count, $10 partitions.
+   */
+  const nextEvents = `from ${s}.events e
       where (e.tx_order, e.position) > ($1, $2)
         and e.tx_order < ${frontierSql(s)}
         and e.type = any($4::text[])
@@ -43,7 +37,18 @@ export function processingSql(s: string) {
         and ($8::bigint is null or e.position <= $8)
         and ($10::int[] is null or mod(hashtext(e.stream_id)::bigint + 2147483648, $9) = any($10::int[]))
       order by e.tx_order, e.position
-      limit $3`,
+      limit $3`;
+  return {
+    /** A run's next events ({@link nextEvents}). */
+    readBatch: `select ${runEventJson('case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end')}
+      ${nextEvents}`,
+    /**
+     * The ledger entries of the same next events for effect types $11, as one JSON array of
+     * [event id, effect type, state] (null when none). It runs beside `readBatch` and may see a
+     * slightly different frontier: an entry it misses is found by the reservation.
+     */
+    ledgerOfNextEvents: `select json_agg(json_build_array(f.event_id, f.effect_type, f.state))::text as entries
+      from ${s}.effects f where f.effect_type = any($11::text[]) and f.event_id = any(array(select e.id ${nextEvents}))`,
     /** Events of the run's range a reader cannot see yet: the run is not finished while any remain. */
     heldBack: `select exists (select 1 from ${s}.events
       where tx_order >= ${frontierSql(s)} and type = any($1::text[])
@@ -53,8 +58,8 @@ export function processingSql(s: string) {
       where type = any($1::text[])
         and ($2::timestamptz is null or occurred_at >= $2) and ($3::timestamptz is null or occurred_at < $3)
         and ($4::bigint is null or position >= $4) and ($5::bigint is null or position <= $5)`,
-    /** Events by id ($1), in log order, as a run reads them ($2 effect types). */
-    eventsByIds: `select ${runEventJson(s, '$2', '0')} from ${s}.events e where e.id = any($1::uuid[]) order by e.tx_order, e.position`,
+    /** Events by id ($1), in log order, as a run reads them. */
+    eventsByIds: `select ${runEventJson('0')} from ${s}.events e where e.id = any($1::uuid[]) order by e.tx_order, e.position`,
 
     startRun: `insert into ${s}.processor_runs (run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events)
       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -130,6 +135,12 @@ export function processingSql(s: string) {
     resolveDone: `update ${s}.effects set state = 'done', error = null, updated_at = now() where key = $1 and state = 'uncertain' returning key`,
     resolveRetry: `delete from ${s}.effects where key = $1 and state = 'uncertain' returning key`,
 
+    /**
+     * The ledger entries of events $1 for effect types $2, as one JSON array of
+     * [event id, effect type, state] (null when none): one lookup for a whole batch.
+     */
+    ledgerOfEvents: `select json_agg(json_build_array(f.event_id, f.effect_type, f.state))::text as entries
+      from ${s}.effects f where f.event_id = any($1::uuid[]) and f.effect_type = any($2::text[])`,
     /** Streams with parked events: few, so all of them rather than a lookup per stream of the batch. */
     blockedStreams: `select distinct stream_id from ${s}.parked_events where run_id = $1`,
     parkMany: `insert into ${s}.parked_events (processor, run_id, event_id, stream_id, position, reason, error)
