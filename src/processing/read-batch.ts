@@ -71,18 +71,11 @@ function decodeEvents(rows: { event: string }[]): PartitionedEvent[] {
   });
 }
 
-/** Ledger entries as the ledger queries return them: a JSON array of [event id, effect type, state]. */
 function decodeLedger(rows: { entries: string | null }[]): KnownEffects {
-  const ledger = new Map<string, Record<string, string>>();
-  for (const [eventId, effectType, state] of JSON.parse(rows[0]?.entries ?? '[]') as [string, string, string][]) {
-    const entries = ledger.get(eventId);
-    if (entries) entries[effectType] = state;
-    else ledger.set(eventId, { [effectType]: state });
-  }
-  return ledger;
+  return rows[0]?.entries ? (JSON.parse(rows[0].entries) as KnownEffects) : NO_LEDGER;
 }
 
-const NO_LEDGER: KnownEffects = new Map();
+const NO_LEDGER: KnownEffects = Object.freeze({});
 
 /** The next events of a run's range after `after`, never skipping a committed one. */
 export async function readRunBatch(

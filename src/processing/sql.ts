@@ -21,6 +21,18 @@ function runEventJson(partition: string): string {
       ${partition})::text as event`;
 }
 
+/**
+ * Ledger entries of the events in `ids` (an array expression) for the effect types in `types`, as
+ * one JSON object `{ [effectType]: { [eventId]: state } }` (null when there are none): one lookup
+ * per batch, decoded in one parse. `= any(array(…))` keeps the lookup on the event_id index even
+ * when the planner would rather scan.
+ */
+function ledgerJson(s: string, ids: string, types: string): string {
+  return `select json_object_agg(effect_type, states)::text as entries from (
+      select f.effect_type, json_object_agg(f.event_id, f.state) as states from ${s}.effects f
+       where f.event_id = any(${ids}) and f.effect_type = any(${types}) group by f.effect_type) t`;
+}
+
 /** Processing statements for one schema (`s` validated and quoted). */
 export function processingSql(s: string) {
   /**
@@ -43,12 +55,11 @@ export function processingSql(s: string) {
     readBatch: `select ${runEventJson('case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end')}
       ${nextEvents}`,
     /**
-     * The ledger entries of the same next events for effect types $11, as one JSON array of
-     * [event id, effect type, state] (null when none). It runs beside `readBatch` and may see a
-     * slightly different frontier: an entry it misses is found by the reservation.
+     * The ledger entries of the same next events for effect types $11 (see {@link ledgerJson}).
+     * It runs beside `readBatch` and may see a slightly different frontier: an entry it misses is
+     * found by the reservation.
      */
-    ledgerOfNextEvents: `select json_agg(json_build_array(f.event_id, f.effect_type, f.state))::text as entries
-      from ${s}.effects f where f.effect_type = any($11::text[]) and f.event_id = any(array(select e.id ${nextEvents}))`,
+    ledgerOfNextEvents: ledgerJson(s, 'array(select e.id ' + nextEvents + ')', '$11'),
     /** Events of the run's range a reader cannot see yet: the run is not finished while any remain. */
     heldBack: `select exists (select 1 from ${s}.events
       where tx_order >= ${frontierSql(s)} and type = any($1::text[])
@@ -135,12 +146,8 @@ export function processingSql(s: string) {
     resolveDone: `update ${s}.effects set state = 'done', error = null, updated_at = now() where key = $1 and state = 'uncertain' returning key`,
     resolveRetry: `delete from ${s}.effects where key = $1 and state = 'uncertain' returning key`,
 
-    /**
-     * The ledger entries of events $1 for effect types $2, as one JSON array of
-     * [event id, effect type, state] (null when none): one lookup for a whole batch.
-     */
-    ledgerOfEvents: `select json_agg(json_build_array(f.event_id, f.effect_type, f.state))::text as entries
-      from ${s}.effects f where f.event_id = any($1::uuid[]) and f.effect_type = any($2::text[])`,
+    /** The ledger entries of events $1 for effect types $2 (see {@link ledgerJson}). */
+    ledgerOfEvents: ledgerJson(s, '$1::uuid[]', '$2::text[]'),
     /** Streams with parked events: few, so all of them rather than a lookup per stream of the batch. */
     blockedStreams: `select distinct stream_id from ${s}.parked_events where run_id = $1`,
     parkMany: `insert into ${s}.parked_events (processor, run_id, event_id, stream_id, position, reason, error)
