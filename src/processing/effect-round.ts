@@ -51,12 +51,10 @@ export async function runEffectRound(
   // The ledger entries were read with the events: settled effects need no reservation.
   const requests: EffectRequest[] = [];
   for (const request of all) {
-    // Own properties only: an effect type may be any string, "constructor" too.
-    const state = Object.hasOwn(known, request.effectType) ? known[request.effectType]![request.eventId] : undefined;
+    const state = known[request.effectType]?.[request.eventId];
     if (run.simulate) {
-      const outcome = state === undefined ? WOULD_APPLY : ALREADY_RECORDED;
-      counters.add(outcome.status as 'would-apply' | 'already-recorded');
-      request.resolve(outcome);
+      counters.add(state === undefined ? 'would-apply' : 'already-recorded');
+      request.resolve(state === undefined ? WOULD_APPLY : ALREADY_RECORDED);
     } else if (state === 'done' || state === 'uncertain') {
       counters.add('already-recorded');
       request.resolve(ALREADY_RECORDED);

@@ -100,10 +100,11 @@ export async function readRunBatch(
 
 /** Events by id, in log order, as a run reads them, none blocked: for re-running parked events. */
 export async function readRunEvents(run: RunContext, ids: string[]): Promise<RunEvents> {
-  const { rows } = await run.db.query<{ event: string }>(run.sql.eventsByIds, [ids]);
-  const events = decodeEvents(rows);
   const types = appliedTypes(run.policy);
-  const ledger = types.length === 0 ? NO_LEDGER : decodeLedger((await run.db.query<{ entries: string | null }>(run.sql.ledgerOfEvents, [ids, types])).rows);
+  const [events, ledger] = await Promise.all([
+    run.db.query<{ event: string }>(run.sql.eventsByIds, [ids]).then(({ rows }) => decodeEvents(rows)),
+    types.length === 0 ? NO_LEDGER : run.db.query<{ entries: string | null }>(run.sql.ledgerOfEvents, [ids, types]).then(({ rows }) => decodeLedger(rows)),
+  ]);
   return { events, ledger, blocked: new Set() };
 }
 

@@ -132,7 +132,6 @@ describe.each(backends())('replay on $name', (backend) => {
     const summary = await runReplay(processor, { store, runId: 'rel', policy: applyDedup, effectConcurrency: 1 });
     expect(summary.counters).toMatchObject({ applied: 1, 'released-after-failure': 1, parked: 1 });
     expect(await effectLedger(store).list({ state: 'reserved' })).toEqual([]);
-    const { parkedEvents } = await import('../../src/processing/parking.js');
     const parked = parkedEvents(store);
     const [event] = await parked.list({ runId: 'rel' });
     expect(event).toMatchObject({ reason: 'failed', error: expect.stringContaining('503') });
