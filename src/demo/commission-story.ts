@@ -5,7 +5,7 @@ import type { Database } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
 import { openDatabase } from '../db/open-database.js';
 import { effectLedger } from '../processing/effect-admin.js';
-import { runLive } from '../processing/live-runner.js';
+import { runLive, type LiveRunner } from '../processing/live-runner.js';
 import { runReplay } from '../processing/replay-runner.js';
 import { runDiff, type DiffRow } from '../processing/run-diff.js';
 import { createEventStore, type EventStore } from '../store/event-store.js';
@@ -69,6 +69,7 @@ export async function runCommissionStory(options: StoryOptions): Promise<StoryRe
   const seller = await startSellerNotifier({ deduplicates: false, delayMs: 5 });
   const embedded = !/^postgres(ql)?:\/\//.test(options.url);
   let db: Database = await openDatabase({ url: options.url });
+  let live: LiveRunner | undefined;
   try {
     await migrate(db, { schema: options.schema });
     let store = createEventStore(db, { schema: options.schema });
@@ -110,7 +111,7 @@ export async function runCommissionStory(options: StoryOptions): Promise<StoryRe
     seller.behaviour.failNext = { when: 'after-send', count: 1 };
     const revised = orders.filter((_, i) => i % 8 === 3).map((order) => ({ ...order, amountCents: order.amountCents + 5_000 }));
     const replaying = runReplay(fixed, { store, runId: 'fix-2026-10-14', from: DAY_FROM, to: DAY_TO, policy, batchSize: 8 });
-    const live = await runLive(fixed, { store, policy, pollIntervalMs: 50, batchSize: 10 });
+    live = await runLive(fixed, { store, policy, pollIntervalMs: 50, batchSize: 10 });
     const [replay] = await Promise.all([
       replaying,
       (async () => {
@@ -159,6 +160,8 @@ export async function runCommissionStory(options: StoryOptions): Promise<StoryRe
       eventIds,
     };
   } finally {
+    // A step that failed beside the live consumer must not leave it holding its connection.
+    await live?.stop().catch(() => undefined);
     await db.close();
     await seller.close();
   }

@@ -11,6 +11,15 @@ function runnerIsGone(token: string): string {
 }
 
 /**
+ * A reservation another run may take over (`row` the existing entry, `onFailure` the new run's
+ * rule): only under `release`, and only when its lease ($7 ms) ran out or its owner is dead.
+ */
+function takeable(row: string, onFailure: string): string {
+  return `${row}.state = 'reserved' and ${onFailure} = 'release'
+          and (${row}.reserved_at < now() - $7 * interval '1 millisecond' or ${runnerIsGone(`${row}.owner_token`)})`;
+}
+
+/**
  * An event as a run reads it, as one JSON array per row (one value to decode instead of a dozen
  * columns): position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at
  * and recorded_at as epoch milliseconds, then `partition`.
@@ -100,6 +109,8 @@ export function processingSql(s: string) {
     /** Guarded upsert of many rows; returns the rows that applied. */
     upsert: `insert into ${s}.projections (projection, key, doc, version, observed_at, event_id)
       select * from unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[], $5::timestamptz[], $6::uuid[])
+      -- One lock order for every runner: a live run and a replay writing the same rows queue.
+      order by 1, 2
       on conflict (projection, key) do update
         set doc = excluded.doc, version = excluded.version, observed_at = excluded.observed_at, event_id = excluded.event_id, updated_at = now()
         where (excluded.version is not null and (${s}.projections.version is null or ${s}.projections.version <= excluded.version))
@@ -118,12 +129,15 @@ export function processingSql(s: string) {
     reserve: `insert into ${s}.effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
       select k.key, k.event_id, k.effect_type, 'reserved', $5, k.on_failure, $6
         from unnest($1::text[], $2::uuid[], $3::text[], $4::text[]) as k(key, event_id, effect_type, on_failure)
-       -- Settled effects are skipped before the insert: a conflict would lock (and write) their rows.
-       where not exists (select 1 from ${s}.effects e where e.key = k.key and e.state <> 'reserved')
+       -- Only keys with no entry, or with one this run may take over. A conflict locks the existing
+       -- row even when the update then declines: it would lock (and write) settled rows, and wait
+       -- on, even deadlock with, the transaction of a live owner recording its outcomes.
+       where not exists (select 1 from ${s}.effects e where e.key = k.key and not (${takeable('e', 'k.on_failure')}))
+       -- One lock order for every runner: two reservations racing for the same new keys queue.
+       order by k.key
       on conflict (key) do update
         set run_id = excluded.run_id, owner_token = excluded.owner_token, on_failure = excluded.on_failure, reserved_at = now(), updated_at = now()
-        where ${s}.effects.state = 'reserved' and excluded.on_failure = 'release'
-          and (${s}.effects.reserved_at < now() - $7 * interval '1 millisecond' or ${runnerIsGone(`${s}.effects.owner_token`)})
+        where ${takeable(`${s}.effects`, 'excluded.on_failure')}
       returning key`,
     completeEffects: `update ${s}.effects e set state = 'done', result = k.result, updated_at = now()
       from unnest($1::text[], $2::jsonb[]) as k(key, result)

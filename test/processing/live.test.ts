@@ -6,6 +6,7 @@ import { runLive } from '../../src/processing/live-runner.js';
 import { parkedEvents } from '../../src/processing/parking.js';
 import { defineProcessor } from '../../src/processing/processor.js';
 import { runReplay } from '../../src/processing/replay-runner.js';
+import { RUNNER_LOCK_CLASS } from '../../src/processing/sql.js';
 import { backends, postgresBackend } from '../support/databases.js';
 import { notifierForFile } from '../support/notifier.js';
 import { commissions, makeOrders, payOrders } from '../support/orders.js';
@@ -179,5 +180,47 @@ describe.skipIf(!postgres)('live runners sharing work on real PostgreSQL', () =>
       [false, 'uncertain'],
       [true, 'done'],
     ]);
+  });
+
+  it('leaves a reservation a live owner holds alone, without waiting on the owner’s transaction', async () => {
+    const store = await storeOn(postgres!);
+    await payOrders(store, makeOrders(1));
+    const [event] = await store.readAll();
+    const key = `${event!.id}:notify-seller`;
+    // A live runner: it holds its token's lock, has reserved the effect, and is in the
+    // transaction that records its outcome (the row is locked until that commits).
+    const owner = await store.db.connect();
+    try {
+      await owner.query(`select pg_advisory_lock(${RUNNER_LOCK_CLASS}, 4242)`);
+      await owner.query(
+        `insert into "${store.schema}".effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
+         values ($1, $2, 'notify-seller', 'reserved', 'live:commissions', 'keep', 4242)`,
+        [key, event!.id],
+      );
+      await owner.query('begin');
+      await owner.query(`select 1 from "${store.schema}".effects where key = $1 for update`, [key]);
+
+      const ownerPid = (await owner.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+
+      const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
+      let settled = false;
+      const replay = runReplay(processor, { store, runId: 'beside-owner', policy: keep }).finally(() => (settled = true));
+      // Whether any statement ever waits on the owner's transaction, however slow the machine.
+      const waited = (async () => {
+        while (!settled) {
+          const { rows } = await store.db.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [ownerPid]);
+          if (rows[0]!.n > 0) return 'waited' as const;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        return 'never waited' as const;
+      })();
+      const summary = await Promise.race([replay, waited]);
+      expect(summary).not.toBe('waited');
+      expect(summary).toMatchObject({ counters: { 'already-recorded': 1 } });
+      expect(files.notifier().sent).toHaveLength(0);
+    } finally {
+      await owner.query('rollback').catch(() => undefined);
+      await owner.release();
+    }
   });
 });
