@@ -5,6 +5,7 @@ import { runEffectRound, recordEffectOutcomes, type EffectOutcomes, type EffectR
 import { toGuardValues } from './guards.js';
 import { effectKey, type EffectOutcome, type HandlerContext, type UpsertGuard } from './processor.js';
 import type { BatchOutcome, Pipeline } from './process-events.js';
+import { holdParkedStreams, parkedHoldKey } from './parked-streams.js';
 import { saveProgress, type Checkpointing } from './progress.js';
 import { Counters, type RunContext } from './run-context.js';
 import { rowKey, StateBuffer, type ProbeRequest, type StateWrite } from './state-writes.js';
@@ -71,6 +72,8 @@ export class Batch {
   private transaction: Queryable | undefined;
   private splitReason: unknown;
   private writeOrder = 0;
+  /** Streams whose events wait behind events parked before this batch: the commit holds them. */
+  private readonly heldStreams: string[] = [];
 
   constructor(
     private readonly run: RunContext,
@@ -78,6 +81,8 @@ export class Batch {
     /** The events' effect ledger entries, read with them. */
     private readonly ledger: KnownEffects,
     private readonly blockedStreams: ReadonlySet<string>,
+    /** Parked events this batch handles again (a retry): unparked in its commit. */
+    private readonly unpark: readonly string[] = [],
   ) {
     this.tasks = events.map((event, index) => ({ event, index, state: 'pending', writes: [], next: undefined }));
     this.state = new StateBuffer(run);
@@ -99,6 +104,7 @@ export class Batch {
     let parked: Task[] = [];
     const write = async (tx: Queryable, plan: CommitPlan) => {
       parked = plan.parked;
+      if (this.unpark.length > 0) await tx.query(this.run.sql.unparkMany, [this.run.runId, this.unpark]);
       await plan.writeState?.(tx);
       await recordEffectOutcomes(this.run, tx, this.outcomes);
       await this.park(tx, plan.parked);
@@ -109,6 +115,7 @@ export class Batch {
         await pipeline?.previous;
         // Handlers wait on ctx.tx: their statements run in the transaction, then they go on.
         await this.run.db.transaction(async (tx) => {
+          await this.holdStreams(tx);
           this.transaction = tx;
           await this.settle(tx);
           await write(tx, this.plan());
@@ -126,7 +133,10 @@ export class Batch {
           await saving;
         } else {
           await pipeline?.previous;
-          await this.run.db.transaction((tx) => write(tx, plan));
+          await this.run.db.transaction(async (tx) => {
+            await this.holdStreams(tx);
+            await write(tx, plan);
+          });
         }
       }
     } catch (err) {
@@ -144,7 +154,12 @@ export class Batch {
     this.counters.add('parked', parked.length);
     this.counters.add('events', this.tasks.length);
     const outcomes = this.outcomes.done.length + this.outcomes.uncertain.length;
-    return { writeState, parked, onlyProgress: !writeState && outcomes === 0 && parked.length === 0 };
+    return { writeState, parked, onlyProgress: !writeState && outcomes === 0 && parked.length === 0 && this.unpark.length === 0 };
+  }
+
+  /** First in the commit: no retry of a stream this batch parks events behind may be running. */
+  private holdStreams(tx: Queryable): Promise<void> {
+    return holdParkedStreams(tx, this.run.sql, parkedHoldKey(this.run.schema, this.run.runId), this.run.runId, this.heldStreams);
   }
 
   private startStreams(): void {
@@ -157,8 +172,10 @@ export class Batch {
       lastOfStream.set(task.event.streamId, task);
     }
     for (const first of firsts) {
-      if (this.blockedStreams.has(first.event.streamId)) for (let task: Task | undefined = first; task; task = task.next) task.state = 'waiting';
-      else this.start(first);
+      if (this.blockedStreams.has(first.event.streamId)) {
+        this.heldStreams.push(first.event.streamId);
+        for (let task: Task | undefined = first; task; task = task.next) task.state = 'waiting';
+      } else this.start(first);
     }
   }
 

@@ -6,10 +6,13 @@ import { eventsChannel } from '../store/subscribe.js';
 import { sweepAbandonedReservations } from './effect-admin.js';
 import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
+import { ParkedStreamReleasedError } from './parked-streams.js';
 import { processEvents } from './process-events.js';
 import { saveProgress, type Checkpointing } from './progress.js';
 import { isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
-import { openRunnerSession, type RunnerSession } from './runner-session.js';
+import { openRunnerSession } from './runner-session.js';
+import { PartitionLeases, partitionLockName } from './runners/partition-leases.js';
+import { startTailLoop } from './runners/tail-loop.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql, type ProcessingSql } from './sql.js';
 
@@ -26,7 +29,7 @@ export interface LiveOptions {
   leaseMs?: number;
   /** @defaultValue 32 */
   effectConcurrency?: number;
-  /** Called when a batch fails; the runner waits one poll interval and tries again. */
+  /** Called when a batch fails; the runner backs off (one poll interval, doubling up to 30 s) and tries again. */
   onError?: (err: unknown) => void;
 }
 
@@ -39,48 +42,6 @@ export interface LiveRunner {
   /** Stops after the current batch and releases its partitions. */
   stop(): Promise<void>;
   readonly done: Promise<void>;
-}
-
-const HEARTBEAT_MS = 2000;
-
-/** The partitions this runner holds, rebalanced so live runners of a processor share them evenly. */
-class PartitionLeases {
-  readonly owned = new Set<number>();
-  private lastBalance = 0;
-
-  constructor(
-    private readonly runner: RunnerSession,
-    private readonly sql: ProcessingSql,
-    private readonly lockName: string,
-    private readonly processor: string,
-    private readonly count: number,
-  ) {}
-
-  async rebalance(force = false): Promise<void> {
-    if (!force && Date.now() - this.lastBalance < HEARTBEAT_MS) return;
-    this.lastBalance = Date.now();
-    const { session, token } = this.runner;
-    await session.query(this.sql.registerRunner, [this.processor, token]);
-    await session.query(this.sql.forgetDeadRunners, [this.processor]);
-    const { rows } = await session.query<{ n: number }>(this.sql.liveRunners, [this.processor]);
-    const target = Math.ceil(this.count / Math.max(1, rows[0]?.n ?? 1));
-    for (const partition of [...this.owned].sort((a, b) => b - a)) {
-      if (this.owned.size <= target) break;
-      await session.query(this.sql.unlockPartition, [this.lockName, partition]);
-      this.owned.delete(partition);
-    }
-    for (let partition = 0; partition < this.count && this.owned.size < target; partition++) {
-      if (this.owned.has(partition)) continue;
-      const { rows: locked } = await session.query<{ locked: boolean }>(this.sql.tryLockPartition, [this.lockName, partition]);
-      if (locked[0]?.locked) this.owned.add(partition);
-    }
-  }
-
-  /** Forgets this runner; its partition locks go with its session. */
-  async releaseAll(): Promise<void> {
-    await this.runner.session.query(this.sql.forgetRunner, [this.processor, this.runner.token]).catch(() => undefined);
-    this.owned.clear();
-  }
 }
 
 /**
@@ -107,25 +68,21 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
   const runId = `live:${processor.name}`;
   const runner = await openRunnerSession(db, sql);
   const run: RunContext = {
-    db, sql, processor, runId, mode: 'live', simulate: false, policy,
+    db, sql, schema: store.schema, processor, runId, mode: 'live', simulate: false, policy,
     ownerToken: runner.token, leaseMs: options.leaseMs ?? 5 * 60_000, effectConcurrency: options.effectConcurrency ?? 32,
   };
-  await db.query(sql.startRun, [runId, processor.name, 'live', false, JSON.stringify(policy), null, null, null, null, null]);
-  const leases = new PartitionLeases(runner, sql, `rastro.partition:${store.schema}:${processor.name}`, processor.name, count);
+  try {
+    const { rows } = await db.query<{ partitions: number | null }>(sql.startRun, [runId, processor.name, 'live', false, JSON.stringify(policy), null, null, null, null, null, null, count]);
+    const fixed = rows[0]?.partitions;
+    if (fixed !== null && fixed !== undefined && fixed !== count) {
+      throw new ValidationError('partitions', `the live run of ${processor.name} has ${fixed} partitions, fixed when it started; pass ${fixed}`);
+    }
+  } catch (err) {
+    await runner.close();
+    throw err;
+  }
+  const leases = new PartitionLeases(runner, sql, partitionLockName(store.schema, processor.name), processor.name, count);
   const counters = new Counters();
-  let stopped = false;
-  let wake: (() => void) | undefined;
-  const unlisten = await db.listen(eventsChannel(store.schema), () => wake?.());
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(() => resolve(), ms);
-      wake = () => {
-        clearTimeout(timer);
-        wake = undefined;
-        resolve();
-      };
-      if (stopped) wake();
-    });
 
   async function step(): Promise<boolean> {
     await leases.rebalance();
@@ -144,47 +101,45 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     const final = events[events.length - 1];
     const checkpointing: Checkpointing = { partitions: owned, at: (through) => (through === final ? last : through) };
     if (events.length > 0) {
-      const batch = await processEvents(run, { ...input, events }, checkpointing);
-      for (const [name, value] of batch.counters.entries()) counters.add(name, value);
+      try {
+        const batch = await processEvents(run, { ...input, events }, checkpointing);
+        for (const [name, value] of batch.counters.entries()) counters.add(name, value);
+      } catch (err) {
+        // A retry lifted a block this batch parked events behind: read the batch again.
+        if (err instanceof ParkedStreamReleasedError) return true;
+        throw err;
+      }
     } else await saveProgress(run, db, new Counters(), checkpointing, last);
     return read.length === limit;
   }
 
-  async function loop(): Promise<void> {
-    let lastSweep = 0;
-    try {
-      await leases.rebalance(true);
-      while (!stopped) {
-        try {
-          if (Date.now() - lastSweep > 60_000) {
-            lastSweep = Date.now();
-            await sweepAbandonedReservations(db, sql, run.leaseMs, runner.token);
-          }
-          if (!(await step())) await sleep(options.pollIntervalMs ?? 1000);
-        } catch (err) {
-          options.onError?.(err);
-          await sleep(options.pollIntervalMs ?? 1000);
-        }
-      }
-    } finally {
-      await unlisten().catch(() => undefined);
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  await leases.rebalance(true).catch(async (err: unknown) => {
+    await runner.close();
+    throw err;
+  });
+  const loop = startTailLoop({
+    db,
+    channels: [eventsChannel(store.schema)],
+    pollIntervalMs,
+    backoffMs: pollIntervalMs,
+    maxBackoffMs: 30_000,
+    step,
+    chores: [{ intervalMs: 60_000, run: () => sweepAbandonedReservations(db, sql, run.leaseMs, runner.token).then(() => undefined) }],
+    onError: options.onError,
+    async cleanup() {
       await leases.releaseAll();
       await runner.close();
-    }
-  }
+    },
+  });
 
-  const done = loop();
   return {
     runId,
     get partitions() {
       return [...leases.owned];
     },
     counters,
-    async stop() {
-      stopped = true;
-      wake?.();
-      await done;
-    },
-    done,
+    stop: () => loop.stop(),
+    done: loop.done,
   };
 }

@@ -5,7 +5,8 @@ import { validatePolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { processEvents } from './process-events.js';
 import { NO_CHECKPOINT } from './progress.js';
-import { readRunEvents, type RunEvents } from './read-batch.js';
+import { holdParkedStreamForRetry, parkedHoldKey } from './parked-streams.js';
+import { readRunEvents } from './read-batch.js';
 import { openRunnerSession } from './runner-session.js';
 import type { RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
@@ -51,33 +52,45 @@ export function parkedEvents(store: EventStore) {
     return rows[0];
   }
 
-  /** Runs the stream's parked events again in order; stops at the first that fails again. */
+  /**
+   * Runs the stream's parked events again in order, holding the stream so a runner cannot park a
+   * new event behind it meanwhile (it waits, then finds the block lifted and handles the event).
+   * Each event is unparked in the transaction that handles it; a new failure parks it again
+   * there, and the retry stops. Events parked behind the stream while it ran are retried too.
+   */
   async function retryStream(processor: Processor, runId: string, streamId: string): Promise<{ handled: number; stillParked: number }> {
     const { rows: runs } = await db.query<{ mode: 'live' | 'replay'; simulate: boolean; policy: unknown }>(sql.getRun, [runId]);
     const info = runs[0];
     if (!info) throw new ValidationError('runId', `no run ${runId}`);
-    const ids = (await db.query<{ event_id: string }>(sql.parkedOfStream, [runId, streamId])).rows.map((row) => row.event_id);
     const runner = await openRunnerSession(db, sql);
     const run: RunContext = {
-      db, sql, processor, runId, mode: info.mode, simulate: info.simulate, policy: validatePolicy(info.policy),
+      db, sql, schema: store.schema, processor, runId, mode: info.mode, simulate: info.simulate, policy: validatePolicy(info.policy),
       ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8,
     };
     let handled = 0;
-    let events: RunEvents['events'] = [];
     try {
-      const input = await readRunEvents(run, ids);
-      events = input.events;
-      for (const event of events) {
-        // Lift the block for this event only; a new failure parks it again in the same transaction.
-        await db.query(sql.unpark, [runId, event.id]);
-        const outcome = await processEvents(run, { ...input, events: [event] }, NO_CHECKPOINT);
-        if (outcome.counters.get('parked') > 0) break;
-        handled++;
+      const release = await holdParkedStreamForRetry(runner.session, sql, parkedHoldKey(store.schema, runId), streamId);
+      try {
+        const parkedIds = async () => (await db.query<{ event_id: string }>(sql.parkedOfStream, [runId, streamId])).rows.map((row) => row.event_id);
+        const tried = new Set<string>();
+        for (;;) {
+          const ids = await parkedIds();
+          const fresh = ids.filter((id) => !tried.has(id));
+          if (fresh.length === 0) return { handled, stillParked: ids.length };
+          const input = await readRunEvents(run, fresh);
+          for (const event of input.events) {
+            tried.add(event.id);
+            const outcome = await processEvents(run, { ...input, events: [event], unpark: [event.id] }, NO_CHECKPOINT);
+            if (outcome.counters.get('parked') > 0) return { handled, stillParked: (await parkedIds()).length };
+            handled++;
+          }
+        }
+      } finally {
+        await release();
       }
     } finally {
       await runner.close();
     }
-    return { handled, stillParked: events.length - handled };
   }
 
   return {

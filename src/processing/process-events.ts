@@ -49,7 +49,7 @@ export async function processEvents(run: RunContext, input: RunEvents, checkpoin
   const { events } = input;
   if (events.length === 0) return { counters: new Counters(), parkedStreams: new Set(), saving: pipeline?.previous };
   try {
-    return await new Batch(run, events, input.ledger, input.blocked).execute(checkpointing, pipeline);
+    return await new Batch(run, events, input.ledger, input.blocked, input.unpark).execute(checkpointing, pipeline);
   } catch (err) {
     if (!(err instanceof BatchNeedsSplitting)) throw err;
     await pipeline?.previous;
@@ -59,7 +59,8 @@ export async function processEvents(run: RunContext, input: RunEvents, checkpoin
   // A stream parked by an earlier event of this batch blocks the later ones.
   const blocked = new Set(input.blocked);
   for (const event of events) {
-    const outcome = await processEvents(run, { events: [event], ledger: input.ledger, blocked }, checkpointing);
+    const unpark = input.unpark?.includes(event.id) ? [event.id] : undefined;
+    const outcome = await processEvents(run, { events: [event], ledger: input.ledger, blocked, unpark }, checkpointing);
     merge(total, outcome);
     for (const stream of outcome.parkedStreams) blocked.add(stream);
   }

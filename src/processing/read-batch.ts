@@ -26,6 +26,8 @@ export interface RunEvents {
   ledger: KnownEffects;
   /** Streams with parked events of the run when the events were read: their events wait. */
   blocked: Set<string>;
+  /** Parked events being retried: the batch that handles them unparks them in its commit. */
+  unpark?: string[];
 }
 
 export function handledTypes(processor: Processor): string[] {

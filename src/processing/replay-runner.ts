@@ -5,6 +5,7 @@ import { quoteSchema } from '../db/schema-name.js';
 import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { countRange, loadCheckpoints, rangeHeldBack, readRunBatch, type RunRange } from './read-batch.js';
+import { ParkedStreamReleasedError } from './parked-streams.js';
 import { processEvents } from './process-events.js';
 import type { Checkpointing } from './progress.js';
 import { openRunnerSession } from './runner-session.js';
@@ -86,6 +87,7 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     const run: RunContext = {
       db,
       sql,
+      schema: store.schema,
       processor,
       runId,
       mode: 'replay',
@@ -98,7 +100,7 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     await sweepAbandonedReservations(db, sql, run.leaseMs, runner.token);
     const total = await countRange(db, sql, processor, range);
     const { rows } = await db.query<{ processor: string; simulate: boolean }>(sql.startRun, [
-      runId, processor.name, 'replay', run.simulate, JSON.stringify(policy), range.from, range.to, range.fromPosition, range.toPosition, total,
+      runId, processor.name, 'replay', run.simulate, JSON.stringify(policy), range.from, range.to, range.fromPosition, range.toPosition, total, null, null,
     ]);
     if (rows[0]!.processor !== processor.name || rows[0]!.simulate !== run.simulate) {
       throw new ValidationError('runId', `run ${runId} belongs to processor ${rows[0]!.processor}${rows[0]!.simulate ? ' (simulate)' : ''}; choose another run id`);
@@ -126,10 +128,20 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
         next = read(checkpoint);
         continue;
       }
+      const start = checkpoint;
       checkpoint = events[events.length - 1]!;
       next = read(checkpoint);
       next.catch(() => undefined);
-      const batch = await processEvents(run, input, checkpointing, { previous: saving });
+      let batch;
+      try {
+        batch = await processEvents(run, input, checkpointing, { previous: saving });
+      } catch (err) {
+        if (!(err instanceof ParkedStreamReleasedError)) throw err;
+        // A retry lifted a block this batch parked events behind: read the batch again.
+        checkpoint = start;
+        next = read(checkpoint);
+        continue;
+      }
       saving = batch.saving ?? Promise.resolve();
       saving.catch(() => undefined);
       parkedStreams = batch.parkedStreams;

@@ -7,6 +7,8 @@ import type { ProcessingSql } from './sql.js';
 export interface RunContext {
   db: Database;
   sql: ProcessingSql;
+  /** The store's schema. */
+  schema: string;
   processor: Processor;
   runId: string;
   mode: 'live' | 'replay';
@@ -36,18 +38,19 @@ export const COUNTER_NAMES = [
 
 export type CounterName = (typeof COUNTER_NAMES)[number];
 
-export class Counters {
-  private readonly values = new Map<CounterName, number>();
+/** Counters of a run, by name: a processor's {@link CounterName}s, or a relay's. */
+export class Counters<Name extends string = CounterName> {
+  private readonly values = new Map<Name, number>();
 
-  add(name: CounterName, by = 1): void {
+  add(name: Name, by = 1): void {
     this.values.set(name, (this.values.get(name) ?? 0) + by);
   }
 
-  get(name: CounterName): number {
+  get(name: Name): number {
     return this.values.get(name) ?? 0;
   }
 
-  entries(): [CounterName, number][] {
+  entries(): [Name, number][] {
     return [...this.values].filter(([, value]) => value !== 0);
   }
 }

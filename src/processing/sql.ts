@@ -81,11 +81,14 @@ export function processingSql(s: string) {
     /** Events by id ($1), in log order, as a run reads them. */
     eventsByIds: `select ${runEventJson('0')} from ${s}.events e where e.id = any($1::uuid[]) order by e.tx_order, e.position`,
 
-    startRun: `insert into ${s}.processor_runs (run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events)
-      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-      on conflict (run_id) do update set updated_at = now(), policy = excluded.policy, status = case when ${s}.processor_runs.status = 'completed' then 'completed' else 'running' end
-      returning processor, mode, simulate, window_from, window_to, from_position, to_position, status`,
-    getRun: `select run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events, status, started_at, updated_at
+    /** Registers a run or finds it again; $11 what it reads (relays), $12 its partition count (live runs and relays). */
+    startRun: `insert into ${s}.processor_runs (run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events, source, partitions)
+      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+      on conflict (run_id) do update set updated_at = now(), policy = excluded.policy, source = excluded.source,
+        partitions = coalesce(${s}.processor_runs.partitions, excluded.partitions),
+        status = case when ${s}.processor_runs.status = 'completed' then 'completed' else 'running' end
+      returning processor, mode, simulate, window_from, window_to, from_position, to_position, status, partitions`,
+    getRun: `select run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events, status, started_at, updated_at, source, partitions
       from ${s}.processor_runs where run_id = $1`,
     completeRun: `update ${s}.processor_runs set status = 'completed', updated_at = now() where run_id = $1`,
     checkpoints: `select partition, tx_order, position from ${s}.processor_checkpoints where run_id = $1 and partition = any($2::int[])`,
@@ -172,6 +175,19 @@ export function processingSql(s: string) {
     parkedOfStream: `select event_id from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`,
     unpark: `delete from ${s}.parked_events where run_id = $1 and event_id = $2`,
     parkedEvent: `select processor, run_id, stream_id from ${s}.parked_events where event_id = $1`,
+    /**
+     * The hold on a run's parked stream ($1 `<schema>:<run id>`, $2 the streams, taken in one
+     * order): a retry holds it for its whole run, a batch parking events behind a blocked stream
+     * takes it first in its transaction, so the two never interleave. The check that the stream
+     * is still parked is a statement of its own: it must see what committed while this one waited.
+     */
+    holdParkedStreams: `select count(pg_advisory_xact_lock(hashtext($1), hashtext(s.stream_id)))::int as held
+      from (select distinct unnest($2::text[]) as stream_id order by 1) s`,
+    releasedStreams: `select s.stream_id from unnest($2::text[]) as s(stream_id)
+      where not exists (select 1 from ${s}.parked_events p where p.run_id = $1 and p.stream_id = s.stream_id)`,
+    holdParkedStreamForRetry: `select pg_advisory_lock(hashtext($1), hashtext($2))`,
+    releaseParkedStreamForRetry: `select pg_advisory_unlock(hashtext($1), hashtext($2))`,
+    unparkMany: `delete from ${s}.parked_events where run_id = $1 and event_id = any($2::uuid[])`,
 
     lockRunner: `select pg_advisory_lock(${RUNNER_LOCK_CLASS}, $1)`,
     tryLockPartition: `select pg_try_advisory_lock(hashtext($1), $2) as locked`,

@@ -21,7 +21,7 @@ describe.each(backends())('the replay pipeline on $name', (backend) => {
       handlers: { 'order.paid': async (event, ctx) => void (await ctx.upsert('seen', event.streamId, { seen: true }, { version: event.streamVersion })) },
     });
     const sql = processingSql(quoteSchema(schema));
-    const run: RunContext = { db, sql, processor, runId: 'pipelined', mode: 'replay', simulate: false, policy: {}, ownerToken: 0, leaseMs: 60_000, effectConcurrency: 1 };
+    const run: RunContext = { db, sql, schema, processor, runId: 'pipelined', mode: 'replay', simulate: false, policy: {}, ownerToken: 0, leaseMs: 60_000, effectConcurrency: 1 };
     const input = await readRunBatch(run, WHOLE_LOG, LOG_START, 10);
 
     let savePrevious!: () => void;

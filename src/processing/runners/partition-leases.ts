@@ -1,0 +1,55 @@
+import type { ProcessingSql } from '../sql.js';
+import type { RunnerSession } from '../runner-session.js';
+
+const HEARTBEAT_MS = 2000;
+
+/**
+ * The partitions one runner of a group holds, rebalanced so the group's live runners share them
+ * evenly. A partition is an advisory lock on the runner's own session: it belongs to one runner
+ * at a time, and is freed the moment that runner's connection ends, with no timeout to wait out.
+ * Live processors and relays use it alike; `group` names the runners that share (a processor's
+ * name, or `relay:<name>`).
+ */
+export class PartitionLeases {
+  readonly owned = new Set<number>();
+  private lastBalance = 0;
+
+  constructor(
+    private readonly runner: RunnerSession,
+    private readonly sql: ProcessingSql,
+    private readonly lockName: string,
+    private readonly group: string,
+    readonly count: number,
+  ) {}
+
+  async rebalance(force = false): Promise<void> {
+    if (!force && Date.now() - this.lastBalance < HEARTBEAT_MS) return;
+    this.lastBalance = Date.now();
+    const { session, token } = this.runner;
+    await session.query(this.sql.registerRunner, [this.group, token]);
+    await session.query(this.sql.forgetDeadRunners, [this.group]);
+    const { rows } = await session.query<{ n: number }>(this.sql.liveRunners, [this.group]);
+    const target = Math.ceil(this.count / Math.max(1, rows[0]?.n ?? 1));
+    for (const partition of [...this.owned].sort((a, b) => b - a)) {
+      if (this.owned.size <= target) break;
+      await session.query(this.sql.unlockPartition, [this.lockName, partition]);
+      this.owned.delete(partition);
+    }
+    for (let partition = 0; partition < this.count && this.owned.size < target; partition++) {
+      if (this.owned.has(partition)) continue;
+      const { rows: locked } = await session.query<{ locked: boolean }>(this.sql.tryLockPartition, [this.lockName, partition]);
+      if (locked[0]?.locked) this.owned.add(partition);
+    }
+  }
+
+  /** Forgets this runner; its partition locks go with its session. */
+  async releaseAll(): Promise<void> {
+    await this.runner.session.query(this.sql.forgetRunner, [this.group, this.runner.token]).catch(() => undefined);
+    this.owned.clear();
+  }
+}
+
+/** The advisory lock name of a group's partitions, one per schema. */
+export function partitionLockName(schema: string, group: string): string {
+  return `rastro.partition:${schema}:${group}`;
+}

@@ -1,0 +1,94 @@
+import type { Database } from '../../db/database.js';
+
+export interface TailLoopOptions {
+  db: Database;
+  /** NOTIFY channels that wake the loop. */
+  channels: string[];
+  /** The polling backstop: the longest wait when no notification arrives. */
+  pollIntervalMs: number;
+  /** The wait after a failed step, doubled on each failure in a row up to `maxBackoffMs`. */
+  backoffMs: number;
+  maxBackoffMs: number;
+  /** One unit of work; resolves true when there may be more to do at once. */
+  step(): Promise<boolean>;
+  /** Chores run between steps at most every `intervalMs` (the first one at the start). */
+  chores?: { intervalMs: number; run(): Promise<void> }[];
+  onError?: (err: unknown) => void;
+  /** Runs once when the loop ends. */
+  cleanup(): Promise<void>;
+}
+
+export interface TailLoop {
+  stop(): Promise<void>;
+  readonly done: Promise<void>;
+}
+
+/**
+ * The loop every tailing runner shares (live processors, relays): wakes on NOTIFY, polls as a
+ * backstop, and backs off exponentially while steps fail, so an outage of the database or a
+ * broker is waited out and the runner resumes from its checkpoints on its own.
+ */
+export function startTailLoop(options: TailLoopOptions): TailLoop {
+  let stopped = false;
+  let notified = false;
+  let wake: (() => void) | undefined;
+  const signal = () => {
+    notified = true;
+    wake?.();
+  };
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (notified || stopped) return resolve();
+      const timer = setTimeout(finish, ms);
+      function finish() {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      }
+      wake = finish;
+    });
+
+  async function runChores(lastRun: number[]): Promise<void> {
+    for (const [i, chore] of (options.chores ?? []).entries()) {
+      if (Date.now() - lastRun[i]! < chore.intervalMs) continue;
+      lastRun[i] = Date.now();
+      await chore.run();
+    }
+  }
+
+  async function loop(): Promise<void> {
+    const unlisten: (() => Promise<void>)[] = [];
+    const lastRun = (options.chores ?? []).map(() => 0);
+    let failures = 0;
+    try {
+      for (const channel of options.channels) unlisten.push(await options.db.listen(channel, signal));
+      while (!stopped) {
+        try {
+          notified = false;
+          await runChores(lastRun);
+          const more = await options.step();
+          failures = 0;
+          if (!more) await sleep(options.pollIntervalMs);
+        } catch (err) {
+          options.onError?.(err);
+          failures++;
+          notified = false;
+          await sleep(Math.min(options.maxBackoffMs, options.backoffMs * 2 ** (failures - 1)));
+        }
+      }
+    } finally {
+      for (const stop of unlisten) await stop().catch(() => undefined);
+      await options.cleanup();
+    }
+  }
+
+  const done = loop();
+  return {
+    async stop() {
+      stopped = true;
+      wake?.();
+      await done;
+    },
+    done,
+  };
+}
