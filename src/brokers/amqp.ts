@@ -1,0 +1,122 @@
+import { once } from 'node:events';
+import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { encodeBody, PublishRejectedError, wireHeaders, type BrokerMessage, type PublishAck, type Publisher } from './message.js';
+
+export interface AmqpPublisherOptions {
+  /** `amqp://user:pass@host:port/vhost` */
+  url: string;
+  /** @defaultValue 'rastro' */
+  exchange?: string | ((message: BrokerMessage) => string);
+  /** Exchanges rastro declares are durable topic exchanges. @defaultValue true */
+  declareExchange?: boolean;
+  /** @defaultValue `<aggregateType>.<type>` */
+  routingKey?: (message: BrokerMessage) => string;
+  /** How long to wait for a publisher confirm. @defaultValue 5000 */
+  confirmTimeoutMs?: number;
+}
+
+interface Open {
+  connection: ChannelModel;
+  channel: ConfirmChannel;
+  exchanges: Set<string>;
+}
+
+/**
+ * Publishes to RabbitMQ through `amqplib` on a confirm channel: persistent messages with
+ * `messageId` set, each publish resolved by the broker's confirm. A nack, or an exchange that
+ * does not exist, is a refusal of that message; a lost connection fails what is in flight and
+ * the next publish reconnects.
+ *
+ * @example
+ * ```ts
+ * const publisher = createAmqpPublisher({ url: 'amqp://guest:guest@127.0.0.1:5672' })
+ * await runRelay({ store, publisher })
+ * ```
+ */
+export function createAmqpPublisher(options: AmqpPublisherOptions): Publisher {
+  const exchangeOf = typeof options.exchange === 'function' ? options.exchange : () => (options.exchange as string | undefined) ?? 'rastro';
+  const routingKeyOf = options.routingKey ?? ((message: BrokerMessage) => `${message.aggregateType}.${message.type}`);
+  const timeoutMs = options.confirmTimeoutMs ?? 5000;
+  let opening: Promise<Open> | undefined;
+  let closed = false;
+
+  async function open(): Promise<Open> {
+    const connection = await amqp.connect(options.url);
+    const forget = () => (opening = undefined);
+    connection.on('error', () => undefined);
+    connection.on('close', forget);
+    const channel = await connection.createConfirmChannel();
+    // A channel the server closed (an unknown exchange): the next publish opens another.
+    channel.on('error', () => undefined);
+    channel.on('close', () => {
+      forget();
+      connection.close().catch(() => undefined);
+    });
+    return { connection, channel, exchanges: new Set() };
+  }
+
+  function current(): Promise<Open> {
+    if (closed) throw new Error('the RabbitMQ publisher is closed');
+    opening ??= open();
+    opening.catch(() => (opening = undefined));
+    return opening;
+  }
+
+  /** Declares (or, with declareExchange off, checks on a channel of its own) each exchange once. */
+  async function ensureExchange(state: Open, exchange: string): Promise<void> {
+    if (state.exchanges.has(exchange)) return;
+    if (options.declareExchange ?? true) await state.channel.assertExchange(exchange, 'topic', { durable: true });
+    else {
+      const probe = await state.connection.createChannel();
+      probe.on('error', () => undefined);
+      try {
+        await probe.checkExchange(exchange);
+      } catch (err) {
+        throw new PublishRejectedError(`RabbitMQ has no exchange ${JSON.stringify(exchange)}`, { cause: err });
+      }
+      await probe.close().catch(() => undefined);
+    }
+    state.exchanges.add(exchange);
+  }
+
+  function confirm(state: Open, exchange: string, message: BrokerMessage): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        // The channel's state is unknown now: drop it, so the next publish starts clean.
+        state.connection.close().catch(() => undefined);
+        reject(new Error(`no publisher confirm from RabbitMQ within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const ok = state.channel.publish(exchange, routingKeyOf(message), encodeBody(message), {
+        persistent: true,
+        messageId: message.id,
+        type: message.type,
+        contentType: 'application/json',
+        timestamp: Math.floor(message.occurredAt.getTime() / 1000),
+        headers: wireHeaders(message),
+      }, (err) => {
+        clearTimeout(timer);
+        if (!err) return resolve();
+        // A nack is the broker's answer about this message; a closed channel is not.
+        if (/nack/i.test(String((err as Error).message ?? err))) reject(new PublishRejectedError('RabbitMQ refused the message (nack)'));
+        else reject(err instanceof Error ? err : new Error(String(err)));
+      });
+      if (!ok) void once(state.channel, 'drain').catch(() => undefined);
+    });
+  }
+
+  return {
+    kind: 'amqp',
+    async publish(message: BrokerMessage): Promise<PublishAck> {
+      const state = await current();
+      const exchange = exchangeOf(message);
+      await ensureExchange(state, exchange);
+      await confirm(state, exchange, message);
+      return { duplicate: false };
+    },
+    async close() {
+      closed = true;
+      const state = await opening?.catch(() => undefined);
+      await state?.connection.close().catch(() => undefined);
+    },
+  };
+}
