@@ -24,6 +24,22 @@ export interface RastroOptions {
   snapshotEvery?: number;
   /** How long idempotency keys are kept, in seconds. @defaultValue `RASTRO_IDEMPOTENCY_TTL_SECONDS`, else 86400 */
   idempotencyTtlSeconds?: number;
+  /** `nats://…` or `amqp://…`; without one the relay publishes in process. @defaultValue `RASTRO_BROKER_URL` */
+  brokerUrl?: string;
+  /** Whether `serve` runs an outbox relay. @defaultValue `RASTRO_RELAY` (`on`/`off`), else on */
+  relay?: boolean;
+  /** NATS subjects are `<prefix>.<aggregateType>.<type>`; also the stream's subjects. @defaultValue `RASTRO_SUBJECT_PREFIX`, else `rastro` */
+  subjectPrefix?: string;
+  /** The JetStream stream, created when missing. @defaultValue `RASTRO_NATS_STREAM`, else `RASTRO` */
+  natsStream?: string;
+  /** Duplicate window of a stream rastro creates, in seconds. @defaultValue `RASTRO_NATS_DUPLICATE_WINDOW_SECONDS`, else 120 */
+  natsDuplicateWindowSeconds?: number;
+  /** The RabbitMQ exchange (a durable topic exchange). @defaultValue `RASTRO_AMQP_EXCHANGE`, else `rastro` */
+  amqpExchange?: string;
+  /** Published outbox messages are deleted after this many days. @defaultValue `RASTRO_OUTBOX_RETENTION_DAYS`, else 7 */
+  outboxRetentionDays?: number;
+  /** `delete` (bounded batches) or `daily-partitions` (whole days dropped). @defaultValue `RASTRO_OUTBOX_RETENTION`, else `delete` */
+  outboxRetention?: 'delete' | 'daily-partitions';
 }
 
 export interface RastroConfig {
@@ -38,6 +54,46 @@ export interface RastroConfig {
   readonly apiKey: string | undefined;
   readonly snapshotEvery: number;
   readonly idempotencyTtlSeconds: number;
+  readonly brokerUrl: string | undefined;
+  readonly relay: boolean;
+  readonly subjectPrefix: string;
+  readonly natsStream: string;
+  readonly natsDuplicateWindowSeconds: number;
+  readonly amqpExchange: string;
+  readonly outboxRetentionDays: number;
+  readonly outboxRetention: 'delete' | 'daily-partitions';
+}
+
+const BROKER_URL = /^(nats|amqps?):\/\//;
+const TOKEN = /^[A-Za-z0-9_-]{1,100}$/;
+
+function parseSwitch(name: string, value: string | boolean): boolean {
+  if (typeof value === 'boolean') return value;
+  if (['on', 'true', '1'].includes(value)) return true;
+  if (['off', 'false', '0'].includes(value)) return false;
+  throw new ConfigError(`${name} must be on or off, got ${JSON.stringify(value)}`);
+}
+
+function parseToken(name: string, value: string): string {
+  if (!TOKEN.test(value)) throw new ConfigError(`${name} must be 1 to 100 letters, digits, _ or -, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function brokerOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
+  const brokerUrl = options.brokerUrl ?? (env.RASTRO_BROKER_URL || undefined);
+  if (brokerUrl !== undefined && !BROKER_URL.test(brokerUrl)) throw new ConfigError('RASTRO_BROKER_URL must be a nats:// or amqp:// URL');
+  const retention = options.outboxRetention ?? (env.RASTRO_OUTBOX_RETENTION || 'delete');
+  if (retention !== 'delete' && retention !== 'daily-partitions') throw new ConfigError('RASTRO_OUTBOX_RETENTION must be delete or daily-partitions');
+  return {
+    brokerUrl,
+    relay: parseSwitch('RASTRO_RELAY', options.relay ?? (env.RASTRO_RELAY || 'on')),
+    subjectPrefix: parseToken('RASTRO_SUBJECT_PREFIX', options.subjectPrefix ?? (env.RASTRO_SUBJECT_PREFIX || 'rastro')),
+    natsStream: parseToken('RASTRO_NATS_STREAM', options.natsStream ?? (env.RASTRO_NATS_STREAM || 'RASTRO')),
+    natsDuplicateWindowSeconds: parseCount('RASTRO_NATS_DUPLICATE_WINDOW_SECONDS', options.natsDuplicateWindowSeconds ?? (env.RASTRO_NATS_DUPLICATE_WINDOW_SECONDS || 120), 1),
+    amqpExchange: parseToken('RASTRO_AMQP_EXCHANGE', options.amqpExchange ?? (env.RASTRO_AMQP_EXCHANGE || 'rastro')),
+    outboxRetentionDays: parseCount('RASTRO_OUTBOX_RETENTION_DAYS', options.outboxRetentionDays ?? (env.RASTRO_OUTBOX_RETENTION_DAYS || 7), 0),
+    outboxRetention: retention,
+  } as const;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -81,5 +137,6 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     apiKey: options.apiKey ?? (env.RASTRO_API_KEY || undefined),
     snapshotEvery: parseCount('RASTRO_SNAPSHOT_EVERY', options.snapshotEvery ?? (env.RASTRO_SNAPSHOT_EVERY || 100), 0),
     idempotencyTtlSeconds: parseCount('RASTRO_IDEMPOTENCY_TTL_SECONDS', options.idempotencyTtlSeconds ?? (env.RASTRO_IDEMPOTENCY_TTL_SECONDS || 86_400), 1),
+    ...brokerOptions(options, env),
   });
 }

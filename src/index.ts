@@ -44,3 +44,18 @@ export { runReplay, type ReplayOptions, type RunSummary } from './processing/rep
 export { effectLedger, EffectStateError, type EffectRecord } from './processing/effect-admin.js';
 export { parkedEvents, type ParkedEvent } from './processing/parking.js';
 export { runDiff, type DiffRow } from './processing/run-diff.js';
+export { createOutbox, outboxChannel, type Outbox, type OutboxMessage } from './outbox/outbox.js';
+export { runRelay, type Relay, type RelayOptions } from './outbox/relay.js';
+export type { EventLogSelection, RelayMessage } from './outbox/relay-source.js';
+export type { RelayCounter } from './outbox/publish-batch.js';
+export { relayAdmin, type RelayAdmin, type RelayStatus, type ParkedMessage } from './outbox/relay-admin.js';
+export { outboxRetention, type RetentionOptions } from './outbox/retention.js';
+export { PublishRejectedError, type Publisher, type PublishAck, type BrokerMessage } from './brokers/message.js';
+export type { BrokerConsumer, Delivery } from './brokers/consumer.js';
+export { createMemoryPublisher, type MemoryPublisher } from './brokers/memory.js';
+export { createNatsPublisher, type NatsPublisherOptions } from './brokers/nats.js';
+export { createAmqpPublisher, type AmqpPublisherOptions } from './brokers/amqp.js';
+export { createNatsConsumer, type NatsConsumerOptions } from './brokers/nats-consumer.js';
+export { createAmqpConsumer, type AmqpConsumerOptions } from './brokers/amqp-consumer.js';
+export { openPublisher, openConsumer } from './brokers/open-broker.js';
+export { consumeIntoStore, eventIdOf, type Inbox, type InboxOptions, type InboxCounts } from './inbox/consume-into-store.js';

@@ -9,6 +9,10 @@ import { ConfigError } from './errors.js';
 import { buildApp } from './http/app.js';
 import { createIdempotencyKeys, type IdempotencyKeys } from './http/idempotency-keys.js';
 import { createEventStore, type EventStore } from './store/event-store.js';
+import { openPublisher } from './brokers/open-broker.js';
+import type { Publisher } from './brokers/message.js';
+import { runRelay, type Relay } from './outbox/relay.js';
+import { outboxRetention } from './outbox/retention.js';
 
 export interface Services {
   db: Database;
@@ -45,6 +49,9 @@ export async function openServices(config: RastroConfig): Promise<Services> {
 
 export interface RunningServer extends Services {
   url: string;
+  /** The outbox relay serve runs, unless `RASTRO_RELAY=off`. */
+  relay: Relay | undefined;
+  publisher: Publisher | undefined;
   app: FastifyInstance;
   config: RastroConfig;
   close(): Promise<void>;
@@ -52,6 +59,37 @@ export interface RunningServer extends Services {
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 const CLEANUP_INTERVAL_MS = 10 * 60 * 1000;
+const RETENTION_INTERVAL_MS = 60 * 60 * 1000;
+
+/** The relay and the outbox retention job of `serve`. */
+async function startOutbox(services: Services, config: RastroConfig, log: FastifyInstance['log']) {
+  if (!config.relay) return { relay: undefined, publisher: undefined, stop: async () => undefined };
+  const publisher = openPublisher(config);
+  const relay = await runRelay({
+    store: services.store, publisher,
+    onError: (err) => log.warn({ error: { message: (err as Error).message } }, 'outbox relay batch failed; backing off'),
+  });
+  const retention = outboxRetention(services.store);
+  const clean = async () => {
+    if (config.outboxRetention === 'daily-partitions') {
+      await retention.ensureDailyPartitions();
+      await retention.dropExpiredPartitions({ days: config.outboxRetentionDays });
+    }
+    await retention.deletePublished({ days: config.outboxRetentionDays });
+  };
+  const run = () => clean().catch((err: unknown) => log.warn({ error: { message: (err as Error).message } }, 'outbox retention failed'));
+  void run();
+  const timer = setInterval(run, RETENTION_INTERVAL_MS);
+  timer.unref();
+  return {
+    relay, publisher,
+    async stop() {
+      clearInterval(timer);
+      await relay.stop();
+      await publisher.close();
+    },
+  };
+}
 
 /**
  * `rastro serve`: migrates, then listens. Refuses a non-loopback host without an API key.
@@ -75,10 +113,13 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
     services.keys.cleanup().catch((err: unknown) => app.log.warn({ error: { message: (err as Error).message } }, 'idempotency key cleanup failed'));
   }, CLEANUP_INTERVAL_MS);
   cleanup.unref();
+  let outbox: Awaited<ReturnType<typeof startOutbox>> | undefined;
   try {
+    outbox = await startOutbox(services, config, app.log);
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     clearInterval(cleanup);
+    await outbox?.stop();
     await app.close();
     await services.db.close();
     throw err;
@@ -91,8 +132,11 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
     url: `http://${host}:${port}`,
     app,
     config,
+    relay: outbox.relay,
+    publisher: outbox.publisher,
     async close() {
       clearInterval(cleanup);
+      await outbox.stop();
       await app.close();
       await services.db.close();
     },

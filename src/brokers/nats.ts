@@ -28,9 +28,12 @@ export interface NatsPublisherOptions {
 function isRejection(err: unknown): boolean {
   if (err instanceof JetStreamApiError) return true;
   if (err instanceof errors.InvalidSubjectError || err instanceof errors.InvalidArgumentError || err instanceof errors.PermissionViolationError) return true;
-  // No stream captures the subject: JetStream answers "no responders" for it.
-  const cause = (err as { cause?: unknown })?.cause;
-  return err instanceof errors.NoRespondersError || cause instanceof errors.NoRespondersError;
+  // No stream captures the subject: nothing answers a publish to it. (JetStream itself answered
+  // when the publisher connected and checked its stream.)
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof errors.NoRespondersError || /no responders/i.test(e.message)) return true;
+  }
+  return false;
 }
 
 /**

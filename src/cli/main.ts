@@ -1,12 +1,14 @@
 #!/usr/bin/env node
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { resolveConfig } from '../config.js';
+import { resolveConfig, type RastroConfig } from '../config.js';
 import { RastroError } from '../errors.js';
 import { migrate } from '../db/migrate.js';
 import { openDatabase } from '../db/open-database.js';
 import { openServices, startServer, type Services } from '../server.js';
 import { createEventStore } from '../store/event-store.js';
 import { runCommissionDemo } from './demo-command.js';
+import { consumeCommand, deadLettersCommand, outboxCommand, relayCommand, type OutboxCommandOptions } from './outbox-commands.js';
 import { effectsCommand, liveCommand, parkedCommand, replayCommand, sweepCommand, type CommandOptions } from './processing-commands.js';
 
 const USAGE = `usage: rastro <command>
@@ -27,7 +29,14 @@ commands:
   effects resolve <key> --as done|retry
   parked list [--run-id ID] | parked retry <eventId> | parked skip <eventId>
   sweep           move abandoned reservations: keep → uncertain, release → released
+  relay [--name N] [--types a,b] [--stream-prefix P]
+                  publish the outbox (or chosen events) to RASTRO_BROKER_URL until stopped
+  outbox status | outbox parked list|retry|skip | outbox cleanup [--days N]
+  consume         the inbox: append broker messages to the log, exactly once
+  inbox dead-letters   messages the inbox could not store
   demo commission run the commission story end to end on an embedded database
+
+  rastro <command> --help shows a command's usage; rastro --version the version
 
   --processors <path> loads processors from a module; by default from ./rastro.config.js or .ts
 
@@ -38,7 +47,13 @@ environment:
   RASTRO_LOG_LEVEL  fatal|error|warn|info|debug|trace|silent (info)
   RASTRO_API_KEY    bearer key for every route but /healthz; required for a non-loopback HOST
   RASTRO_SNAPSHOT_EVERY           account snapshot interval in events, 0 = off (100)
-  RASTRO_IDEMPOTENCY_TTL_SECONDS  how long idempotency keys are kept (86400)`;
+  RASTRO_IDEMPOTENCY_TTL_SECONDS  how long idempotency keys are kept (86400)
+  RASTRO_BROKER_URL nats://… or amqp://…; unset: the relay publishes in process
+  RASTRO_RELAY      on|off: whether serve runs a relay (on)
+  RASTRO_SUBJECT_PREFIX, RASTRO_NATS_STREAM, RASTRO_NATS_DUPLICATE_WINDOW_SECONDS   (rastro, RASTRO, 120)
+  RASTRO_AMQP_EXCHANGE            the RabbitMQ topic exchange (rastro)
+  RASTRO_OUTBOX_RETENTION_DAYS    published messages kept this many days (7)
+  RASTRO_OUTBOX_RETENTION         delete | daily-partitions (delete)`;
 
 async function serve(): Promise<void> {
   const server = await startServer();
@@ -82,61 +97,130 @@ async function storeStatus({ store }: Services): Promise<void> {
   console.log(`oldest prepared transaction: ${delay.oldestPreparedMs === null ? 'none' : `${delay.oldestPreparedMs} ms`}`);
 }
 
-type Command = (args: string[], options: CommandOptions) => Promise<void>;
+type Options = CommandOptions & OutboxCommandOptions;
+
+interface Command {
+  usage: string;
+  run(args: string[], options: Options): Promise<void>;
+}
+
+const withStore = (fn: (store: Services['store'], config: RastroConfig) => Promise<void>) =>
+  withServices((services) => fn(services.store, resolveConfig({ logLevel: 'silent' })));
 
 const COMMANDS: Record<string, Command> = {
-  serve: () => serve(),
-  migrate: async () => {
-    await withServices(async () => undefined);
-    console.log('migrations applied');
+  serve: { usage: 'rastro serve\n\nmigrate, then serve the HTTP API and run an outbox relay (RASTRO_RELAY=off: no relay)', run: () => serve() },
+  migrate: {
+    usage: 'rastro migrate\n\napply pending migrations and exit',
+    run: async () => {
+      await withServices(async () => undefined);
+      console.log('migrations applied');
+    },
   },
-  'store status': () => withServices(storeStatus),
-  'store rebase': () => rebaseStore(),
-  'snapshots rebuild': async () => {
-    const { dropped, written } = await withServices(({ ledger }) => ledger.rebuildSnapshots());
-    console.log(`account snapshots: ${dropped} dropped, ${written} written from the events`);
+  'store status': { usage: 'rastro store status\n\nwhat holds event readers back', run: () => withServices(storeStatus) },
+  'store rebase': { usage: 'rastro store rebase\n\nafter restoring a dump into another cluster: make new events sort after restored ones', run: () => rebaseStore() },
+  'snapshots rebuild': {
+    usage: 'rastro snapshots rebuild\n\ndrop account snapshots and rebuild them from the events',
+    run: async () => {
+      const { dropped, written } = await withServices(({ ledger }) => ledger.rebuildSnapshots());
+      console.log(`account snapshots: ${dropped} dropped, ${written} written from the events`);
+    },
   },
-  'idempotency cleanup': async () => {
-    const removed = await withServices(({ keys }) => keys.cleanup());
-    console.log(`expired idempotency keys removed: ${removed}`);
+  'idempotency cleanup': {
+    usage: 'rastro idempotency cleanup\n\ndelete expired idempotency keys (serve also does this every 10 minutes)',
+    run: async () => {
+      const removed = await withServices(({ keys }) => keys.cleanup());
+      console.log(`expired idempotency keys removed: ${removed}`);
+    },
   },
-  replay: (args, options) => withServices(({ store }) => replayCommand(store, args, options)),
-  effects: (args, options) => withServices(({ store }) => effectsCommand(store, args, options)),
-  parked: (args, options) => withServices(({ store }) => parkedCommand(store, args, options)),
-  live: (args, options) => withServices(({ store }) => liveCommand(store, args, options)),
-  sweep: () => withServices(({ store }) => sweepCommand(store)),
-  'demo commission': () => runCommissionDemo(),
+  replay: {
+    usage: 'rastro replay <processor> --from <ts> --to <ts> [--run-id ID] [--simulate] [--policy policy.json]\nrastro replay diff <runId> [--csv]',
+    run: (args, options) => withServices(({ store }) => replayCommand(store, args, options)),
+  },
+  effects: { usage: 'rastro effects list [--state reserved|done|uncertain] [--limit N]\nrastro effects resolve <key> --as done|retry', run: (args, options) => withServices(({ store }) => effectsCommand(store, args, options)) },
+  parked: { usage: 'rastro parked list [--run-id ID] | parked retry <eventId> | parked skip <eventId>', run: (args, options) => withServices(({ store }) => parkedCommand(store, args, options)) },
+  live: { usage: 'rastro live <processor> [--policy policy.json]\n\nrun a processor live, tailing the log', run: (args, options) => withServices(({ store }) => liveCommand(store, args, options)) },
+  sweep: { usage: 'rastro sweep\n\nmove abandoned reservations: keep → uncertain, release → released', run: () => withServices(({ store }) => sweepCommand(store)) },
+  relay: {
+    usage: `rastro relay [--name N] [--partitions N] [--types a,b] [--stream-prefix P] [--aggregate-type T]
+
+publish the outbox to RASTRO_BROKER_URL until stopped (SIGINT/SIGTERM); with --types or
+--stream-prefix, publish those events of the log instead. Relays of one name share the work.`,
+    run: (_args, options) => withStore((store, config) => relayCommand(store, config, options)),
+  },
+  outbox: {
+    usage: `rastro outbox status [--json]          relays' lag, pending and parked messages, counts
+rastro outbox parked list [--relay N] [--json]
+rastro outbox parked retry <messageId>  publish its aggregate's parked messages again, in order
+rastro outbox parked skip <messageId>   never publish this one; retry the rest of its aggregate
+rastro outbox cleanup [--days N]        delete published messages older than N days (RASTRO_OUTBOX_RETENTION_DAYS, 7)`,
+    run: (args, options) => withStore((store, config) => outboxCommand(store, config, args, options)),
+  },
+  consume: {
+    usage: 'rastro consume [--queue Q] [--durable D]\n\nthe inbox: append each message of RASTRO_BROKER_URL to the log as an event with the message id, until stopped',
+    run: (_args, options) => withStore((store, config) => consumeCommand(store, config, options)),
+  },
+  'inbox dead-letters': { usage: 'rastro inbox dead-letters [--limit N] [--json]\n\nmessages the inbox could not store, with the reason', run: (_args, options) => withStore((store) => deadLettersCommand(store, options)) },
+  'demo commission': { usage: 'rastro demo commission\n\nthe commission story end to end on an embedded database', run: () => runCommissionDemo() },
 };
 
+const OPTIONS = {
+  'run-id': { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  simulate: { type: 'boolean' },
+  policy: { type: 'string' },
+  processors: { type: 'string' },
+  csv: { type: 'boolean' },
+  state: { type: 'string' },
+  as: { type: 'string' },
+  limit: { type: 'string' },
+  name: { type: 'string' },
+  types: { type: 'string' },
+  'stream-prefix': { type: 'string' },
+  'aggregate-type': { type: 'string' },
+  partitions: { type: 'string' },
+  days: { type: 'string' },
+  json: { type: 'boolean' },
+  relay: { type: 'string' },
+  queue: { type: 'string' },
+  durable: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
+} as const;
+
+/** Misuse of the command line: exit code 2. */
+class UsageError extends Error {}
+
+function parse(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, strict: true, options: OPTIONS });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+async function version(): Promise<string> {
+  const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
 async function main(argv: string[]): Promise<void> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      'run-id': { type: 'string' },
-      from: { type: 'string' },
-      to: { type: 'string' },
-      simulate: { type: 'boolean' },
-      policy: { type: 'string' },
-      processors: { type: 'string' },
-      csv: { type: 'boolean' },
-      state: { type: 'string' },
-      as: { type: 'string' },
-      limit: { type: 'string' },
-    },
-  });
+  const { positionals, values } = parse(argv);
+  if (values.version) return void console.log(await version());
   const [command, sub] = positionals;
   if (command === undefined || command === 'help') return void console.log(USAGE);
-  const twoWords = COMMANDS[`${command} ${sub}`];
-  if (twoWords) return twoWords(positionals.slice(2), values);
-  const oneWord = COMMANDS[command];
-  if (oneWord) return oneWord(positionals.slice(1), values);
-  console.error(`rastro: unknown command ${positionals.join(' ')}\n\n${USAGE}`);
-  process.exitCode = 2;
+  const twoWords = `${command} ${sub}`;
+  const name = COMMANDS[twoWords] ? twoWords : COMMANDS[command] ? command : undefined;
+  if (!name) throw new UsageError(`unknown command ${positionals.join(' ')}`);
+  if (values.help) return void console.log(`usage: ${COMMANDS[name]!.usage}`);
+  return COMMANDS[name]!.run(positionals.slice(name.split(' ').length), values);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof UsageError) {
+    console.error(`rastro: ${err.message} (rastro --help lists the commands and options)`);
+    process.exit(2);
+  }
   if (err instanceof RastroError) console.error(`rastro: ${err.message} [${err.code}]`);
   else console.error(`rastro: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);

@@ -40,13 +40,33 @@ describe('rastro serve on the embedded database', () => {
     expect(await missing.json()).toMatchObject({ status: 404, title: 'Not Found', instance: '/no-such-route' });
   });
 
-  it('refuses an unknown command with usage and exit code 2', async () => {
+  it('refuses an unknown command or option, naming it, with exit code 2', async () => {
     const child = spawn(process.execPath, [CLI, 'frobnicate'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise((resolve) => child.on('exit', resolve));
     expect(code).toBe(2);
     expect(stderr).toContain('unknown command frobnicate');
-    expect(stderr).toContain('usage: rastro');
+    expect(stderr).toContain('rastro --help');
+    const option = spawn(process.execPath, [CLI, 'outbox', 'status', '--frobnicate'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let optionError = '';
+    option.stderr.on('data', (chunk: Buffer) => (optionError += chunk.toString()));
+    expect(await new Promise((resolve) => option.on('exit', resolve))).toBe(2);
+    expect(optionError).toContain("Unknown option '--frobnicate'");
+  });
+
+  it('prints each command’s usage with --help and the version with --version, exit code 0', async () => {
+    const run = async (args: string[]) => {
+      const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      return { code: await new Promise((resolve) => child.on('exit', resolve)), stdout };
+    };
+    expect(await run(['--version'])).toEqual({ code: 0, stdout: '0.1.0\n' });
+    for (const [args, text] of [[['relay', '--help'], 'usage: rastro relay'], [['outbox', 'parked', '--help'], 'rastro outbox parked retry'], [['consume', '-h'], 'usage: rastro consume']] as const) {
+      const { code, stdout } = await run([...args]);
+      expect(code).toBe(0);
+      expect(stdout).toContain(text);
+    }
   });
 });

@@ -1,0 +1,45 @@
+import { HEADER, type BrokerMessage } from './message.js';
+
+/** A message as a consumer received it, before the inbox stores it. */
+export interface Delivery {
+  /** What the broker said: its message id, subject or routing key, headers and body. */
+  raw: { messageId: string | null; source: string; headers: Record<string, string>; body: string };
+  /** Acknowledges: the broker will not deliver it again. Only after it is committed (or dead-lettered). */
+  ack(): Promise<void>;
+  /** Hands it back for a later redelivery (storing failed for a reason that may pass). */
+  retry(): Promise<void>;
+}
+
+/** Where the inbox reads from: a JetStream consumer or a RabbitMQ queue. */
+export interface BrokerConsumer {
+  readonly kind: 'nats' | 'amqp';
+  /** Calls `handle` for each delivery, one at a time, until `stop`; reconnects on its own. */
+  run(handle: (delivery: Delivery) => Promise<void>, onError?: (err: unknown) => void): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Reads a delivery in rastro's format (the relay's): the id, type and aggregate in headers, the
+ * payload as a JSON body. Returns the reason it cannot be read otherwise.
+ */
+export function decodeDelivery(raw: Delivery['raw']): BrokerMessage | string {
+  const header = (name: string) => raw.headers[name];
+  if (!raw.messageId) return 'no message id';
+  const type = header(HEADER.type);
+  const aggregateType = header(HEADER.aggregateType);
+  const aggregateId = header(HEADER.aggregateId);
+  if (!type) return `no ${HEADER.type} header`;
+  if (!aggregateType || !aggregateId) return `no ${HEADER.aggregateType} or ${HEADER.aggregateId} header`;
+  let payload: unknown;
+  try {
+    payload = JSON.parse(raw.body);
+  } catch {
+    return 'the body is not JSON';
+  }
+  const occurred = header(HEADER.occurredAt);
+  const occurredAt = occurred ? new Date(occurred) : new Date(0);
+  if (!Number.isFinite(occurredAt.getTime())) return `${HEADER.occurredAt} is not a date`;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(raw.headers)) if (!name.startsWith('rastro-') && name !== HEADER.traceparent && !/^nats-/i.test(name)) headers[name] = value;
+  return { id: raw.messageId, aggregateType, aggregateId, type, payload, headers, traceparent: header(HEADER.traceparent) ?? null, occurredAt };
+}

@@ -1,0 +1,29 @@
+import type { RastroConfig } from '../config.js';
+import { ConfigError } from '../errors.js';
+import { createAmqpConsumer } from './amqp-consumer.js';
+import { createAmqpPublisher } from './amqp.js';
+import type { BrokerConsumer } from './consumer.js';
+import { createMemoryPublisher } from './memory.js';
+import type { Publisher } from './message.js';
+import { createNatsConsumer } from './nats-consumer.js';
+import { createNatsPublisher } from './nats.js';
+
+type BrokerConfig = Pick<RastroConfig, 'brokerUrl' | 'subjectPrefix' | 'natsStream' | 'natsDuplicateWindowSeconds' | 'amqpExchange'>;
+
+/** The publisher `RASTRO_BROKER_URL` names: NATS JetStream, RabbitMQ, or in process when unset. */
+export function openPublisher(config: BrokerConfig): Publisher {
+  const url = config.brokerUrl;
+  if (!url) return createMemoryPublisher();
+  if (url.startsWith('nats://')) {
+    return createNatsPublisher({ url, subjectPrefix: config.subjectPrefix, stream: config.natsStream, duplicateWindowMs: config.natsDuplicateWindowSeconds * 1000 });
+  }
+  return createAmqpPublisher({ url, exchange: config.amqpExchange });
+}
+
+/** The inbox's consumer on the broker `RASTRO_BROKER_URL` names. */
+export function openConsumer(config: BrokerConfig, options: { queue?: string; durable?: string } = {}): BrokerConsumer {
+  const url = config.brokerUrl;
+  if (!url) throw new ConfigError('the inbox needs a broker: set RASTRO_BROKER_URL to a nats:// or amqp:// URL');
+  if (url.startsWith('nats://')) return createNatsConsumer({ url, stream: config.natsStream, durable: options.durable });
+  return createAmqpConsumer({ url, exchange: config.amqpExchange, queue: options.queue });
+}

@@ -1,0 +1,116 @@
+import { createHash } from 'node:crypto';
+import { decodeDelivery, type BrokerConsumer, type Delivery } from '../brokers/consumer.js';
+import type { BrokerMessage } from '../brokers/message.js';
+import { quoteSchema } from '../db/schema-name.js';
+import { EventIdConflictError, ValidationError } from '../errors.js';
+import type { EventStore } from '../store/event-store.js';
+
+export interface InboxOptions {
+  store: EventStore;
+  consumer: BrokerConsumer;
+  /** The stream a message is appended to. @defaultValue its aggregate id */
+  streamOf?: (message: BrokerMessage) => string;
+  /** Called when storing fails for a reason that may pass (the database is down): the delivery is handed back. */
+  onError?: (err: unknown) => void;
+  /** Wait after a failed store before taking the next delivery, doubling up to 5 s. @defaultValue 100 */
+  backoffMs?: number;
+}
+
+export interface InboxCounts {
+  stored: number;
+  /** Deliveries of messages already in the log: appended nothing. */
+  duplicates: number;
+  deadLettered: number;
+}
+
+export interface Inbox {
+  readonly counts: Readonly<InboxCounts>;
+  stop(): Promise<void>;
+  readonly done: Promise<void>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const NAMESPACE = 'rastro.inbox.message-id:';
+
+/** The event id of a message: its id when it is a UUID, else a UUID derived from it (version 5 style), the same every time. */
+export function eventIdOf(messageId: string): string {
+  if (UUID.test(messageId)) return messageId.toLowerCase();
+  const bytes = createHash('sha1').update(NAMESPACE + messageId).digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x50;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The inbox: takes messages from a broker into the event log exactly once. Each message becomes
+ * an event whose id is the message id, so a redelivery is a no-op of the store's idempotent
+ * append; the delivery is acknowledged only after the append committed. A message that cannot
+ * be stored (not rastro's format, a payload that is not a JSON object, an id already used with
+ * other content) is kept in `inbox_dead_letters` with its reason, then acknowledged: never
+ * dropped in silence. Processors take the events from there.
+ *
+ * @example
+ * ```ts
+ * const inbox = consumeIntoStore({ store, consumer: createNatsConsumer({ url: 'nats://127.0.0.1:4222' }) })
+ * ```
+ */
+export function consumeIntoStore(options: InboxOptions): Inbox {
+  const { store, consumer } = options;
+  const streamOf = options.streamOf ?? ((message: BrokerMessage) => message.aggregateId);
+  const deadLetterSql = `insert into ${quoteSchema(store.schema)}.inbox_dead_letters (broker, source, message_id, reason, body, headers) values ($1, $2, $3, $4, $5, $6)`;
+  const counts: InboxCounts = { stored: 0, duplicates: 0, deadLettered: 0 };
+  let failures = 0;
+
+  async function deadLetter(delivery: Delivery, reason: string): Promise<void> {
+    const { raw } = delivery;
+    await store.db.query(deadLetterSql, [consumer.kind, raw.source, raw.messageId, reason, raw.body, JSON.stringify(raw.headers)]);
+    await delivery.ack();
+    counts.deadLettered++;
+  }
+
+  async function store1(delivery: Delivery): Promise<void> {
+    const message = decodeDelivery(delivery.raw);
+    if (typeof message === 'string') return deadLetter(delivery, message);
+    if (!isJsonObject(message.payload)) return deadLetter(delivery, 'the payload is not a JSON object');
+    const id = eventIdOf(message.id);
+    const metadata = {
+      messageId: message.id, aggregateType: message.aggregateType, aggregateId: message.aggregateId, broker: consumer.kind,
+      ...(Object.keys(message.headers).length > 0 ? { headers: message.headers } : {}),
+      ...(message.traceparent ? { traceparent: message.traceparent } : {}),
+    };
+    try {
+      const before = await store.streamVersion(streamOf(message));
+      const result = await store.append(streamOf(message), [{ id, type: message.type, data: message.payload, metadata, occurredAt: message.occurredAt }]);
+      if (result.streamVersion <= before) counts.duplicates++;
+      else counts.stored++;
+    } catch (err) {
+      if (err instanceof EventIdConflictError || err instanceof ValidationError) return deadLetter(delivery, err.message);
+      throw err;
+    }
+    await delivery.ack();
+  }
+
+  async function handle(delivery: Delivery): Promise<void> {
+    try {
+      await store1(delivery);
+      failures = 0;
+    } catch (err) {
+      options.onError?.(err);
+      failures++;
+      await delivery.retry().catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5000, (options.backoffMs ?? 100) * 2 ** (failures - 1))));
+    }
+  }
+
+  const done = consumer.run(handle, options.onError);
+  return {
+    counts,
+    stop: () => consumer.stop(),
+    done,
+  };
+}

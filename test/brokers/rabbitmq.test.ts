@@ -1,0 +1,190 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createAmqpConsumer } from '../../src/brokers/amqp-consumer.js';
+import { createAmqpPublisher } from '../../src/brokers/amqp.js';
+import type { Publisher } from '../../src/brokers/message.js';
+import { consumeIntoStore, type Inbox } from '../../src/inbox/consume-into-store.js';
+import { createOutbox } from '../../src/outbox/outbox.js';
+import { relayAdmin } from '../../src/outbox/relay-admin.js';
+import { runRelay, type Relay } from '../../src/outbox/relay.js';
+import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { backends, freshSchema } from '../support/databases.js';
+import { RABBITMQ_URL, startTcpProxy } from '../support/brokers.js';
+import { eventually } from '../support/eventually.js';
+
+const backend = backends().at(-1)!;
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+let connection: ChannelModel;
+let channel: Channel;
+beforeAll(async () => {
+  if (!RABBITMQ_URL) return;
+  connection = await amqp.connect(RABBITMQ_URL);
+  channel = await connection.createChannel();
+});
+afterAll(async () => {
+  await connection?.close();
+});
+
+/** A queue's counts, asked on a channel of its own: asking about a missing queue closes the channel. */
+async function queueInfo(queue: string) {
+  const probe = await connection.createChannel();
+  probe.on('error', () => undefined);
+  try {
+    return await probe.checkQueue(queue);
+  } finally {
+    await probe.close().catch(() => undefined);
+  }
+}
+
+/** An exchange and a queue bound to all of it, the test's own, deleted after it. */
+async function exchangeWithQueue(queueArguments: Record<string, unknown> = {}, bindingKey = '#') {
+  const tag = randomBytes(4).toString('hex');
+  const exchange = `t_${tag}`;
+  const queue = `t_${tag}_q`;
+  await channel.assertExchange(exchange, 'topic', { durable: true });
+  await channel.assertQueue(queue, { durable: false, arguments: queueArguments });
+  await channel.bindQueue(queue, exchange, bindingKey);
+  cleanups.push(async () => {
+    await channel.deleteQueue(queue);
+    await channel.deleteExchange(exchange);
+  });
+  return { exchange, queue };
+}
+
+async function storeWithMessages(messages: { aggregateId: string; type?: string; n: number }[]): Promise<EventStore> {
+  const { db, schema } = await freshSchema(backend);
+  const store = createEventStore(db, { schema });
+  const outbox = createOutbox(db, { schema });
+  for (const { aggregateId, type, n } of messages) {
+    await db.transaction((tx) => outbox.write(tx, { aggregateType: 'order', aggregateId, type: type ?? 'OrderChanged', payload: { n } }));
+  }
+  return store;
+}
+
+function track<T extends Relay | Publisher | Inbox>(thing: T): T {
+  cleanups.push(() => ('stop' in thing ? thing.stop() : thing.close()));
+  return thing;
+}
+
+/** Everything delivered to the queue until `expected` arrived, by a real consumer. */
+async function drain(queue: string, expected: number): Promise<ConsumeMessage[]> {
+  const got: ConsumeMessage[] = [];
+  const { consumerTag } = await channel.consume(queue, (m) => m && got.push(m), { noAck: true });
+  try {
+    await eventually(() => got.length >= expected, `${expected} messages on ${queue}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  } finally {
+    await channel.cancel(consumerTag);
+  }
+  return got;
+}
+
+const nOf = (m: ConsumeMessage) => (JSON.parse(m.content.toString()) as { n: number }).n;
+
+function expectInOrderPerAggregate(got: ConsumeMessage[], written: { aggregateId: string; n: number }[]): void {
+  const firsts = new Map<string, number[]>();
+  const seen = new Set<string>();
+  for (const m of got) {
+    if (seen.has(m.properties.messageId)) continue;
+    seen.add(m.properties.messageId);
+    const aggregateId = String(m.properties.headers!['rastro-aggregate-id']);
+    firsts.set(aggregateId, [...(firsts.get(aggregateId) ?? []), nOf(m)]);
+  }
+  expect(seen.size).toBe(written.length);
+  for (const [aggregateId, ns] of firsts) expect(ns).toEqual(written.filter((m) => m.aggregateId === aggregateId).map((m) => m.n));
+}
+
+describe.skipIf(!RABBITMQ_URL)(`the relay and the inbox on RabbitMQ (${backend.name})`, () => {
+  it('publishes every outbox message persistent, with its id as messageId, in order per aggregate, on publisher confirms', async () => {
+    const { exchange, queue } = await exchangeWithQueue();
+    const written = Array.from({ length: 300 }, (_, n) => ({ aggregateId: `a${n % 11}`, n }));
+    const store = await storeWithMessages(written);
+    track(await runRelay({ store, publisher: track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange })), pollIntervalMs: 50, batchSize: 64 }));
+    const got = await drain(queue, 300);
+    expect(got).toHaveLength(300);
+    expect(got[0]!.fields.routingKey).toBe('order.OrderChanged');
+    expect(got[0]!.properties).toMatchObject({ deliveryMode: 2, contentType: 'application/json', type: 'OrderChanged' });
+    expectInOrderPerAggregate(got, written);
+  });
+
+  it('parks a message the broker nacks (a full reject-publish queue) and one sent to a missing exchange; other aggregates flow', async () => {
+    const { exchange, queue } = await exchangeWithQueue({ 'x-max-length': 1, 'x-overflow': 'reject-publish' }, 'order.Overflow');
+    const { queue: others } = await (async () => {
+      const q = `${queue}_others`;
+      await channel.assertQueue(q, { durable: false });
+      await channel.bindQueue(q, exchange, 'order.OrderChanged');
+      cleanups.push(() => channel.deleteQueue(q));
+      return { queue: q };
+    })();
+    const store = await storeWithMessages([
+      { aggregateId: 'full', type: 'Overflow', n: 1 }, { aggregateId: 'full', type: 'Overflow', n: 2 }, { aggregateId: 'full', n: 3 },
+      { aggregateId: 'fine', n: 4 },
+    ]);
+    track(await runRelay({ store, publisher: track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange })), pollIntervalMs: 50, maxAttempts: 2, retryDelayMs: 10 }));
+    const parked = await eventually(async () => {
+      const list = await relayAdmin(store).parked();
+      return list.length === 2 ? list : undefined;
+    }, 'the nacked message and the one behind it parked');
+    expect(parked.map((p) => [p.reason, p.error])).toEqual([['failed', 'RabbitMQ refused the message (nack)'], ['waiting', null]]);
+    expect((await drain(others, 1)).map(nOf)).toEqual([4]);
+
+    const missing = await storeWithMessages([{ aggregateId: 'x', n: 5 }]);
+    track(await runRelay({ store: missing, publisher: track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange: `nope_${exchange}`, declareExchange: false })), pollIntervalMs: 50, maxAttempts: 1 }));
+    const [refused] = await eventually(async () => {
+      const list = await relayAdmin(missing).parked();
+      return list.length === 1 ? list : undefined;
+    }, 'the message to a missing exchange parked');
+    expect(refused!.error).toMatch(/has no exchange/);
+  });
+
+  it('reconnects after the connection is cut, keeps its place and loses nothing', async () => {
+    const { exchange, queue } = await exchangeWithQueue();
+    const url = new URL(RABBITMQ_URL!);
+    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5672) });
+    cleanups.push(() => proxy.close());
+    url.port = String(proxy.port);
+    const written = Array.from({ length: 200 }, (_, n) => ({ aggregateId: `a${n % 5}`, n }));
+    const store = await storeWithMessages(written.slice(0, 100));
+    const errors: unknown[] = [];
+    const relay = track(await runRelay({ store, publisher: track(createAmqpPublisher({ url: url.toString(), exchange, confirmTimeoutMs: 1000 })), pollIntervalMs: 50, maxBackoffMs: 300, onError: (e) => errors.push(e) }));
+    await eventually(() => relay.counters.get('published') >= 100, 'the first half published');
+    await proxy.cut();
+    const outbox = createOutbox(store.db, { schema: store.schema });
+    for (const { aggregateId, n } of written.slice(100)) {
+      await store.db.transaction((tx) => outbox.write(tx, { aggregateType: 'order', aggregateId, type: 'OrderChanged', payload: { n } }));
+    }
+    await eventually(() => errors.length >= 2, 'the relay failing while the connection is cut');
+    await proxy.restore();
+    await eventually(async () => (await relayAdmin(store).status())[0]!.pending === 0, 'the relay resuming', 30_000);
+    expectInOrderPerAggregate(await drain(queue, 200), written);
+  });
+
+  it('takes messages into the log once each, acknowledges after the commit, and dead-letters what it cannot store', async () => {
+    const { exchange } = await exchangeWithQueue();
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const queue = `inbox_${randomBytes(4).toString('hex')}`;
+    cleanups.push(() => channel.deleteQueue(queue));
+    const publisher = track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange }));
+    // The queue exists before the messages are sent.
+    const consumer = createAmqpConsumer({ url: RABBITMQ_URL!, exchange, queue });
+    const inbox = track(consumeIntoStore({ store, consumer }));
+    await eventually(async () => (await queueInfo(queue)).consumerCount === 1, 'the inbox consuming');
+    const message = { id: randomUUID(), aggregateType: 'order', aggregateId: 'order-9', type: 'order.paid', payload: { cents: 900 }, headers: {}, traceparent: null, occurredAt: new Date('2026-10-14T12:00:00Z') };
+    await publisher.publish(message);
+    await publisher.publish(message);
+    channel.publish(exchange, 'foreign.thing', Buffer.from('{"x":1}'), { messageId: 'foreign-1' });
+    await eventually(() => inbox.counts.stored + inbox.counts.duplicates + inbox.counts.deadLettered === 3, 'three deliveries handled');
+    expect(inbox.counts).toEqual({ stored: 1, duplicates: 1, deadLettered: 1 });
+    expect(await store.readStream('order-9')).toMatchObject([{ id: message.id, data: { cents: 900 }, metadata: { broker: 'amqp' } }]);
+    const { rows } = await db.query<{ reason: string; message_id: string }>(`select reason, message_id from "${schema}".inbox_dead_letters`);
+    expect(rows).toEqual([{ reason: 'no rastro-type header', message_id: 'foreign-1' }]);
+    await inbox.stop();
+    expect((await queueInfo(queue)).messageCount).toBe(0);
+  });
+});
