@@ -22,11 +22,16 @@ function runChild(contender, run) {
   return new Promise((resolve, reject) => {
     const child = fork(fileURLToPath(contender.script), [String(run)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     let results;
-    child.on('message', (message) => (results = message.results));
+    let reason;
+    child.on('message', (message) => {
+      if (message?.results) results = message.results;
+      if (message?.error) reason = message.error;
+    });
     child.on('error', reject);
-    child.on('exit', (code) => {
-      if (code === 0 && results) resolve(results);
-      else reject(new Error(`contender ${contender.name} failed in run ${run} (exit code ${code}); its error is printed above`));
+    child.on('exit', (code, signal) => {
+      if (code === 0 && results) return resolve(results);
+      const how = signal ? `signal ${signal}` : code === 0 ? 'exit code 0 without results' : `exit code ${code}`;
+      reject(new Error(`contender ${contender.name} failed in run ${run} (${how}): ${reason ?? 'see its error printed above'}`));
     });
   });
 }

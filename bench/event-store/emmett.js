@@ -1,19 +1,48 @@
 // Emmett's PostgreSQL event store. It has no schema option (its tables live in `public`), so each
 // run gets a database of its own. Its dumbo pool replaces pg's type parsers process-wide, which is
 // why every contender runs in its own process.
+//
+// The bench owns the one pg.Pool Emmett works through and hands it to dumbo, so that it can
+// listen for the pool's errors and see its connections closed before the database is dropped.
+// Left to dumbo, the pool comes from dumbo's connection-string cache (`getPool`): no 'error'
+// listener, and `store.close()` ends it with `pool.end()`, which resolves before the connections'
+// sockets have closed; the `drop database ... with (force)` that followed then terminated them,
+// and their FATAL error, re-emitted on the pool, killed the process. Reaching that cached pool
+// through `getPool` would count one more user of it, and `store.close()` would no longer end it.
+// The migration's nested pool and the reads (`readMessagesBatch(pool.execute)`) use this same
+// pool; `analyze` and the drop use short-lived clients of their own.
 import { dumbo } from '@event-driven-io/dumbo';
 import { getPostgreSQLEventStore, readMessagesBatch } from '@event-driven-io/emmett-postgresql';
+import pg from 'pg';
 import { runContender } from '../shared/contender.js';
-import { databaseUrl, withClient } from '../shared/database.js';
+import { databaseUrl, dropDatabase, withClient } from '../shared/database.js';
+import { guardPool } from '../shared/pools.js';
 import { runEventStoreWorkload } from './workload.js';
 
 async function openEmmett(run) {
   const database = `bench_emmett_${run}`;
+  // A database left over by an interrupted run: no connection of this process is in it.
   await withClient((client) => client.query(`drop database if exists ${database} with (force)`).then(() => client.query(`create database ${database}`)));
   const connectionString = databaseUrl(database);
-  const pool = dumbo({ connectionString });
+  // What dumbo's getPool would create: pg's defaults, 10 connections.
+  const guarded = guardPool(new pg.Pool({ connectionString, max: 10 }), `emmett pool on ${database}`);
+  const pool = dumbo({ connectionString, pool: guarded.pool });
   const store = getPostgreSQLEventStore(connectionString, { connectionOptions: { dumbo: pool } });
-  await store.schema.migrate();
+
+  const close = async () => {
+    try {
+      await store.close();
+    } finally {
+      await guarded.end();
+    }
+  };
+  try {
+    await store.schema.migrate();
+  } catch (err) {
+    await close().catch(() => undefined);
+    await dropDatabase(database, 'emmett').catch(() => undefined);
+    throw err;
+  }
 
   return {
     // A new stream (version 0) takes Emmett's insert path; otherwise the exact expected version.
@@ -25,8 +54,11 @@ async function openEmmett(run) {
     },
     analyze: () => withClient((client) => client.query('analyze emt_messages; analyze emt_streams'), connectionString),
     async close() {
-      await store.close();
-      await withClient((client) => client.query(`drop database ${database} with (force)`));
+      try {
+        await close();
+      } finally {
+        await dropDatabase(database, 'emmett');
+      }
     },
   };
 }

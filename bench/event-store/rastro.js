@@ -2,11 +2,13 @@
 import { createEventStore, migrate, openDatabase } from '../../dist/index.js';
 import { runContender } from '../shared/contender.js';
 import { DATABASE_URL } from '../shared/database.js';
+import { poolErrors } from '../shared/pools.js';
 import { runEventStoreWorkload } from './workload.js';
 
 async function openRastro(run) {
   const schema = `bench_rastro_${run}`;
-  const db = await openDatabase({ url: DATABASE_URL, poolSize: 10 });
+  const errors = poolErrors(`rastro pool for ${schema}`);
+  const db = await openDatabase({ url: DATABASE_URL, poolSize: 10, onError: errors.onError });
   await db.query(`drop schema if exists ${schema} cascade`);
   await migrate(db, { schema });
   const store = createEventStore(db, { schema });
@@ -24,8 +26,12 @@ async function openRastro(run) {
       for (let waited = 0; (await store.readerDelay()).heldBack > 0 && waited < 60_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
     },
     async close() {
-      await db.query(`drop schema ${schema} cascade`);
-      await db.close();
+      try {
+        await db.query(`drop schema ${schema} cascade`);
+      } finally {
+        errors.closing();
+        await db.close();
+      }
     },
   };
 }

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { runContender } from '../shared/contender.js';
 import { DATABASE_URL } from '../shared/database.js';
+import { guardPool } from '../shared/pools.js';
 import { eventsTableSql, rawTypes } from '../shared/raw-events.js';
 import { runEventStoreWorkload } from './workload.js';
 
@@ -18,7 +19,8 @@ function insertSql(s, count) {
 
 async function openRaw(run) {
   const schema = `bench_raw_${run}`;
-  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10, types: rawTypes });
+  const guarded = guardPool(new pg.Pool({ connectionString: DATABASE_URL, max: 10, types: rawTypes }), `raw pool on ${schema}`);
+  const { pool } = guarded;
   await pool.query(`drop schema if exists ${schema} cascade; create schema ${schema}; ${eventsTableSql(schema)}`);
   const inserts = new Map();
   const insertText = (count) => inserts.get(count) ?? inserts.set(count, insertSql(schema, count)).get(count);
@@ -38,8 +40,11 @@ async function openRaw(run) {
     },
     analyze: () => pool.query(`analyze ${schema}.events`),
     async close() {
-      await pool.query(`drop schema ${schema} cascade`);
-      await pool.end();
+      try {
+        await pool.query(`drop schema ${schema} cascade`);
+      } finally {
+        await guarded.end();
+      }
     },
   };
 }

@@ -34,7 +34,8 @@ contender uses a pool of 10 connections and the same events (about 150 bytes of 
   to numbers and jsonb by \`JSON.parse\`, as rastro does.
 - **rastro**: \`store.append\` with the known stream version as \`expectedVersion\` (0, which is
   \`'no-stream'\`, for a new stream); \`store.readAll({ after: lastEvent, limit })\`.
-- **emmett**: \`@event-driven-io/emmett-postgresql\` 0.42 \`getPostgreSQLEventStore\`;
+- **emmett**: \`@event-driven-io/emmett-postgresql\` 0.42 \`getPostgreSQLEventStore\` on a \`pg\` pool
+  of 10 handed to dumbo (\`dumbo({ connectionString, pool })\`, what dumbo would create itself);
   \`appendToStream\` with \`expectedStreamVersion\` (0n for a new stream); reads with
   \`readMessagesBatch({ after, batchSize })\`, the global-order read its consumers use.
 

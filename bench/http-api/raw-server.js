@@ -9,6 +9,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import pg from 'pg';
 import { DATABASE_URL } from '../shared/database.js';
+import { guardPool } from '../shared/pools.js';
 import { eventsTableSql, rawTypes } from '../shared/raw-events.js';
 import { serveChild } from '../shared/server-child.js';
 
@@ -41,7 +42,8 @@ async function readJson(req) {
 
 await serveChild(async () => {
   const schema = `bench_http_raw_${randomBytes(4).toString('hex')}`;
-  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10, types: rawTypes });
+  const guarded = guardPool(new pg.Pool({ connectionString: DATABASE_URL, max: 10, types: rawTypes }), `raw server pool on ${schema}`);
+  const { pool } = guarded;
   await pool.query(`create schema ${schema}; ${eventsTableSql(schema)}`);
   const insertSql = `insert into ${schema}.events (tx_order, stream_id, stream_version, id, type, data, occurred_at)
     values (pg_current_xact_id()::text::bigint, $1, $2, $3, $4, $5, $6)`;
@@ -97,7 +99,7 @@ await serveChild(async () => {
       try {
         await pool.query(`drop schema ${schema} cascade`);
       } finally {
-        await pool.end();
+        await guarded.end();
       }
     },
   };

@@ -3,6 +3,7 @@
 import pg from 'pg';
 import { runContender } from '../shared/contender.js';
 import { DATABASE_URL } from '../shared/database.js';
+import { guardPool } from '../shared/pools.js';
 import { PROCESSING, openFilledStore } from './workload.js';
 
 const types = {
@@ -12,7 +13,8 @@ const types = {
 await runContender(async (run) => {
   const schema = `bench_proc_raw_${run}`;
   const filled = await openFilledStore(schema);
-  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 2, types });
+  const guarded = guardPool(new pg.Pool({ connectionString: DATABASE_URL, max: 2, types }), `raw scan pool on ${schema}`);
+  const { pool } = guarded;
   try {
     const started = performance.now();
     let after = [0, 0];
@@ -34,7 +36,10 @@ await runContender(async (run) => {
     if (seen !== PROCESSING.events || total === 0) throw new Error(`scanned ${seen} events`);
     return { scan: seen / seconds };
   } finally {
-    await pool.end();
-    await filled.close();
+    try {
+      await guarded.end();
+    } finally {
+      await filled.close();
+    }
   }
 });

@@ -1,12 +1,14 @@
 // The processing workload: 100,000 `order.paid` events, one per order, as the story has them.
 import { createEventStore, migrate, openDatabase } from '../../dist/index.js';
 import { DATABASE_URL } from '../shared/database.js';
+import { poolErrors } from '../shared/pools.js';
 
 export const PROCESSING = { events: 100_000, streams: 100_000, pageSize: 1_000, batchSize: 1_000 };
 
 /** A fresh schema holding the workload's events, filled through the store's batch append. */
 export async function openFilledStore(schema) {
-  const db = await openDatabase({ url: DATABASE_URL, poolSize: 10 });
+  const errors = poolErrors(`rastro pool for ${schema}`);
+  const db = await openDatabase({ url: DATABASE_URL, poolSize: 10, onError: errors.onError });
   await db.query(`drop schema if exists ${schema} cascade`);
   await migrate(db, { schema });
   const store = createEventStore(db, { schema });
@@ -35,8 +37,12 @@ export async function openFilledStore(schema) {
       for (const table of tables) await db.query(`vacuum analyze ${schema}.${table}`);
     },
     async close() {
-      await db.query(`drop schema ${schema} cascade`);
-      await db.close();
+      try {
+        await db.query(`drop schema ${schema} cascade`);
+      } finally {
+        errors.closing();
+        await db.close();
+      }
     },
   };
 }

@@ -5,6 +5,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describeError } from './contender.js';
+import { poolFailure } from './pools.js';
 
 /**
  * `BENCH_SERVER_CPU_PROF=<dir>` writes a V8 CPU profile of every server child into <dir>
@@ -67,6 +68,11 @@ export function startServerChild(script, options = {}) {
  * (or disappears), then the process exits.
  */
 export async function serveChild(start) {
+  // A guarded pool failing while the server is at work ends the child; the parent's requests fail.
+  poolFailure.catch((err) => {
+    console.error(describeError(err));
+    process.exit(1);
+  });
   let server;
   try {
     server = await start(JSON.parse(process.argv[2] ?? '{}'));
