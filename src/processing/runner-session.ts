@@ -9,6 +9,8 @@ import type { ProcessingSql } from './sql.js';
  */
 export interface RunnerSession {
   token: number;
+  /** The database the session belongs to. */
+  db: Database;
   session: Session;
   close(): Promise<void>;
 }
@@ -22,5 +24,5 @@ export async function openRunnerSession(db: Database, sql: ProcessingSql): Promi
     await session.release();
     throw err;
   }
-  return { token, session, close: () => session.release() };
+  return { token, db, session, close: () => session.release() };
 }

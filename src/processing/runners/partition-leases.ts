@@ -4,6 +4,12 @@ import type { RunnerSession } from '../runner-session.js';
 const HEARTBEAT_MS = 2000;
 
 /**
+ * Partitions held in this process, per database. Advisory locks are re-entrant within a session:
+ * on PGlite every runner shares the one session, and only this tells two of them apart.
+ */
+const heldInProcess = new WeakMap<object, Set<string>>();
+
+/**
  * The partitions one runner of a group holds, rebalanced so the group's live runners share them
  * evenly. A partition is an advisory lock on the runner's own session: it belongs to one runner
  * at a time, and is freed the moment that runner's connection ends, with no timeout to wait out.
@@ -22,6 +28,16 @@ export class PartitionLeases {
     readonly count: number,
   ) {}
 
+  private get held(): Set<string> {
+    let held = heldInProcess.get(this.runner.db);
+    if (!held) heldInProcess.set(this.runner.db, (held = new Set()));
+    return held;
+  }
+
+  private heldKey(partition: number): string {
+    return `${this.lockName}\u0000${partition}`;
+  }
+
   async rebalance(force = false): Promise<void> {
     if (!force && Date.now() - this.lastBalance < HEARTBEAT_MS) return;
     this.lastBalance = Date.now();
@@ -34,17 +50,26 @@ export class PartitionLeases {
       if (this.owned.size <= target) break;
       await session.query(this.sql.unlockPartition, [this.lockName, partition]);
       this.owned.delete(partition);
+      this.held.delete(this.heldKey(partition));
     }
     for (let partition = 0; partition < this.count && this.owned.size < target; partition++) {
-      if (this.owned.has(partition)) continue;
+      if (this.owned.has(partition) || this.held.has(this.heldKey(partition))) continue;
       const { rows: locked } = await session.query<{ locked: boolean }>(this.sql.tryLockPartition, [this.lockName, partition]);
-      if (locked[0]?.locked) this.owned.add(partition);
+      if (locked[0]?.locked) {
+        this.owned.add(partition);
+        this.held.add(this.heldKey(partition));
+      }
     }
   }
 
   /** Forgets this runner; its partition locks go with its session. */
   async releaseAll(): Promise<void> {
     await this.runner.session.query(this.sql.forgetRunner, [this.group, this.runner.token]).catch(() => undefined);
+    for (const partition of this.owned) {
+      this.held.delete(this.heldKey(partition));
+      // A session that outlives the runner (PGlite's) must not keep its partitions.
+      await this.runner.session.query(this.sql.unlockPartition, [this.lockName, partition]).catch(() => undefined);
+    }
     this.owned.clear();
   }
 }

@@ -1,0 +1,179 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMemoryPublisher } from '../../src/brokers/memory.js';
+import { PublishRejectedError, type BrokerMessage, type Publisher } from '../../src/brokers/message.js';
+import { createOutbox } from '../../src/outbox/outbox.js';
+import { relayAdmin } from '../../src/outbox/relay-admin.js';
+import { runRelay, type Relay } from '../../src/outbox/relay.js';
+import { outboxRetention } from '../../src/outbox/retention.js';
+import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { backends, freshSchema, postgresBackend } from '../support/databases.js';
+import { eventually } from '../support/eventually.js';
+
+const running: Relay[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((relay) => relay.stop()));
+});
+const relay = async (options: Parameters<typeof runRelay>[0]) => {
+  const started = await runRelay({ pollIntervalMs: 50, ...options });
+  running.push(started);
+  return started;
+};
+
+async function write(store: EventStore, aggregateId: string, n: number, type = 'OrderChanged'): Promise<void> {
+  const outbox = createOutbox(store.db, { schema: store.schema });
+  await store.db.transaction((tx) => outbox.write(tx, { aggregateType: 'order', aggregateId, type, payload: { n } }));
+}
+
+const nOf = (message: BrokerMessage) => (message.payload as { n: number }).n;
+
+describe.each(backends())('relay guards on $name', (backend) => {
+  it('keeps each aggregate in order when publishes are refused and retried at random', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    for (let n = 0; n < 400; n++) await write(store, `a${n % 4}`, n);
+    const accepted: BrokerMessage[] = [];
+    const tried = new Set<string>();
+    const flaky: Publisher = {
+      kind: 'memory',
+      async publish(message) {
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 3));
+        // The first attempt of about a third of the messages is refused; the retry goes through.
+        if (!tried.has(message.id) && Math.random() < 0.3) {
+          tried.add(message.id);
+          throw new PublishRejectedError('try again');
+        }
+        accepted.push(message);
+        return { duplicate: false };
+      },
+      async close() {},
+    };
+    await relay({ store, publisher: flaky, retryDelayMs: 1, maxAttempts: 3, batchSize: 200 });
+    await eventually(() => accepted.length === 400, 'every message accepted');
+    for (let a = 0; a < 4; a++) {
+      const ns = accepted.filter((m) => m.aggregateId === `a${a}`).map(nOf);
+      expect(ns).toEqual([...ns].sort((x, y) => x - y));
+    }
+  });
+
+  it('publishes each message once with two relays of one name sharing the partitions', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const publisher = createMemoryPublisher({ keep: 10_000 });
+    const first = await relay({ store, publisher, batchSize: 50 });
+    const second = await relay({ store, publisher, batchSize: 50 });
+    for (let n = 0; n < 600; n++) await write(store, `a${n % 37}`, n);
+    await eventually(() => publisher.published.length >= 600, 'every message published');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(publisher.published).toHaveLength(600);
+    expect(new Set(publisher.published.map((m) => m.id)).size).toBe(600);
+    if (backend.name === 'postgres') {
+      expect(first.partitions.length + second.partitions.length).toBe(8);
+      expect(first.partitions.some((p) => second.partitions.includes(p))).toBe(false);
+    }
+  });
+
+  it('deletes only messages every relay has published, and nothing before a relay has run', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const retention = outboxRetention(store);
+    for (let n = 0; n < 10; n++) await write(store, `a${n % 3}`, n, n === 4 ? 'Poison' : 'OrderChanged');
+    expect(await retention.deletePublished({ days: 0 })).toBe(0);
+    const accepted: BrokerMessage[] = [];
+    const picky: Publisher = {
+      kind: 'memory',
+      async publish(message) {
+        if (message.type === 'Poison') throw new PublishRejectedError('refused');
+        accepted.push(message);
+        return { duplicate: false };
+      },
+      async close() {},
+    };
+    const r = await relay({ store, publisher: picky, maxAttempts: 1 });
+    // n=4 is a1's second message: a1's later ones (7) wait behind it.
+    await eventually(() => accepted.length === 8, 'all but the parked ones');
+    await eventually(async () => (await relayAdmin(store).status())[0]?.pending === 2, 'two parked pending');
+    await r.stop();
+    running.splice(running.indexOf(r), 1);
+    await write(store, 'a2', 10);
+    await write(store, 'a9', 11);
+    expect(await retention.deletePublished({ days: 0, batchSize: 3 })).toBe(8);
+    const { rows } = await db.query<{ n: number }>(`select (payload->>'n')::int as n from "${schema}".outbox order by position`);
+    expect(rows.map((row) => row.n)).toEqual([4, 7, 10, 11]);
+    // Not old enough yet: kept.
+    expect(await retention.deletePublished({ days: 7 })).toBe(0);
+    await expect(retention.deletePublished({ days: -1 })).rejects.toMatchObject({ code: 'RASTRO_VALIDATION', field: 'days' });
+  });
+
+  it('drops a whole daily partition once everything in it is published, and keeps one that is not', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const retention = outboxRetention(store);
+    const created = await retention.ensureDailyPartitions({ daysAhead: 2 });
+    expect(created).toHaveLength(2);
+    expect(await retention.ensureDailyPartitions({ daysAhead: 2 })).toEqual([]);
+    for (const day of ['20261101', '20261102']) {
+      const from = `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}`;
+      await db.query(`create table "${schema}".outbox_p${day} partition of "${schema}".outbox for values from ('${from}T00:00:00Z') to ('${from}T23:59:59.999999Z')`);
+      await db.query(`insert into "${schema}".outbox (tx_order, id, aggregate_type, aggregate_id, type, payload, created_at)
+        values (1, gen_random_uuid(), 'order', $1, $2, '{}', $3)`, [`old-${day}`, day === '20261102' ? 'Poison' : 'Old', `${from}T12:00:00Z`]);
+    }
+    const picky: Publisher = {
+      kind: 'memory',
+      async publish(message) {
+        if (message.type === 'Poison') throw new PublishRejectedError('refused');
+        return { duplicate: false };
+      },
+      async close() {},
+    };
+    await relay({ store, publisher: picky, maxAttempts: 1 });
+    await eventually(async () => (await relayAdmin(store).parked()).length === 1, 'the poison parked');
+    expect(await retention.dropExpiredPartitions({ days: 7 })).toEqual({ dropped: ['outbox_p20261101'], kept: ['outbox_p20261102'] });
+  });
+});
+
+const postgres = postgresBackend();
+describe.skipIf(!postgres)('the relay on real PostgreSQL', () => {
+  it('publishes a message whose transaction committed after later ones, however late', async () => {
+    const { db, schema } = await freshSchema(postgres!);
+    const store = createEventStore(db, { schema });
+    const outbox = createOutbox(db, { schema });
+    const publisher = createMemoryPublisher();
+    await relay({ store, publisher });
+    let commitLate!: () => void;
+    const late = db.transaction(async (tx) => {
+      await outbox.write(tx, { aggregateType: 'order', aggregateId: 'slow', type: 'Late', payload: { n: 1 } });
+      await new Promise<void>((resolve) => (commitLate = resolve));
+    });
+    await eventually(() => commitLate !== undefined, 'the late transaction open');
+    for (let n = 2; n <= 20; n++) await write(store, `fast${n}`, n);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Held back, not skipped: nothing past the open transaction is published yet.
+    expect(publisher.published.map(nOf)).toEqual([]);
+    expect((await relayAdmin(store).status())[0]).toMatchObject({ pending: 19 });
+    commitLate();
+    await late;
+    await eventually(() => publisher.published.length === 20, 'every message, the late one too');
+    expect(publisher.published.map(nOf).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+  });
+
+  it('orders an aggregate by commit even when a writer took its transaction id early', async () => {
+    const { db, schema } = await freshSchema(postgres!);
+    const store = createEventStore(db, { schema });
+    const outbox = createOutbox(db, { schema });
+    const publisher = createMemoryPublisher();
+    let goOn!: () => void;
+    // W1 takes its transaction id first, then waits; W2 writes the aggregate and commits; then W1 writes it.
+    const w1 = db.transaction(async (tx) => {
+      await tx.query('select pg_current_xact_id()');
+      await new Promise<void>((resolve) => (goOn = resolve));
+      await outbox.write(tx, { aggregateType: 'order', aggregateId: 'a', type: 'Second', payload: { n: 2 } });
+    });
+    await eventually(() => goOn !== undefined, 'W1 open');
+    await db.transaction((tx) => outbox.write(tx, { aggregateType: 'order', aggregateId: 'a', type: 'First', payload: { n: 1 } }));
+    goOn();
+    await w1;
+    await relay({ store, publisher });
+    await eventually(() => publisher.published.length === 2, 'both published');
+    expect(publisher.published.map(nOf)).toEqual([1, 2]);
+  });
+});
