@@ -9,8 +9,9 @@ import { markdownTable, summarize, textTable, writeDocSection, writeResults } fr
 import { eventStoreSection } from './event-store/section.js';
 import { httpApiSection } from './http-api/section.js';
 import { processingSection } from './processing/section.js';
+import { outboxSection } from './outbox/section.js';
 
-const SECTIONS = [eventStoreSection, httpApiSection, processingSection];
+const SECTIONS = [eventStoreSection, httpApiSection, processingSection, outboxSection];
 const RUNS = process.env.BENCH_RUNS ? Math.max(1, Number(process.env.BENCH_RUNS)) : undefined;
 /** Runs per contender: BENCH_RUNS, else the section's own count (noisier sections take more), else 3. */
 const runsOf = (section) => RUNS ?? section.runs ?? 3;
@@ -84,6 +85,11 @@ async function main() {
   const serverVersion = await assertReachable();
   console.error(`PostgreSQL ${serverVersion} at ${describeUrl()}, ${RUNS ?? 'by section:'} runs per contender${RUNS ? '' : ` ${sections.map((s) => `${s.name} ${runsOf(s)}`).join(', ')}`}`);
   for (const section of sections) {
+    const missing = await section.available?.();
+    if (missing) {
+      console.error(`${section.name}: skipped: ${missing}`);
+      continue;
+    }
     const started = Date.now();
     const summary = await runSection(section);
     console.log(`\n${section.title}\n\n${textTable(section, summary.lines)}\n`);
