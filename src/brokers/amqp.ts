@@ -45,7 +45,10 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): Publisher {
     const forget = () => (opening = undefined);
     connection.on('error', () => undefined);
     connection.on('close', forget);
-    const channel = await connection.createConfirmChannel();
+    const channel = await connection.createConfirmChannel().catch(async (err: unknown) => {
+      await connection.close().catch(() => undefined);
+      throw err;
+    });
     // A channel the server closed (an unknown exchange): the next publish opens another.
     channel.on('error', () => undefined);
     channel.on('close', () => {

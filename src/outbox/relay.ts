@@ -133,13 +133,20 @@ export async function runRelay(options: RelayOptions): Promise<Relay> {
           parked.map((p) => p.state), parked.map((p) => p.error),
         ]);
       }
-      let first = true;
+      // One statement per distinct checkpoint: one in all for a batch that was not interrupted.
+      const groups = new Map<string, { cp: LogCheckpoint; partitions: number[] }>();
       for (const [partition, cp] of through) {
         if (!cp) continue;
-        await saveProgress(run, tx, first ? batch.counters : new Counters(), { partitions: [partition], at: () => cp }, cp);
-        first = false;
+        const key = `${cp.txOrder}:${cp.position}`;
+        const group = groups.get(key) ?? groups.set(key, { cp, partitions: [] }).get(key)!;
+        group.partitions.push(partition);
       }
-      if (first) await saveProgress(run, tx, batch.counters, { partitions: [], at: () => last }, last);
+      let counted = false;
+      for (const { cp, partitions } of groups.values()) {
+        await saveProgress(run, tx, counted ? new Counters() : batch.counters, { partitions, at: () => cp }, cp);
+        counted = true;
+      }
+      if (!counted) await saveProgress(run, tx, batch.counters, { partitions: [], at: () => last }, last);
     });
     for (const [counter, value] of batch.counters.entries()) counters.add(counter, value);
   }
