@@ -1,5 +1,6 @@
 import type { Database } from '../db/database.js';
 import type { LogCheckpoint, RecordedEvent } from './event.js';
+import { WakeUp } from './wake-up.js';
 
 export interface SubscribeOptions {
   /** Events read per query. @defaultValue 500 */
@@ -43,45 +44,27 @@ export function subscribeToLog({ db, schema, read, after, handler, options = {} 
   const batchSize = options.batchSize ?? 500;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   let checkpoint = after;
-  let stopped = false;
-  let notified = false;
-  let wake: (() => void) | undefined;
-
-  const signal = () => {
-    notified = true;
-    wake?.();
-  };
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (notified || stopped) return resolve();
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wake = undefined;
-        resolve();
-      }
-      wake = done;
-    });
+  const wakeUp = new WakeUp();
 
   async function loop(): Promise<void> {
-    const unlisten = await db.listen(eventsChannel(schema), signal);
+    const unlisten = await db.listen(eventsChannel(schema), wakeUp.signal);
     try {
-      while (!stopped) {
-        notified = false;
+      while (!wakeUp.isStopped) {
+        wakeUp.reset();
         let events: RecordedEvent[];
         try {
           events = await read(checkpoint, batchSize);
         } catch (err) {
           options.onReadError?.(err);
-          await sleep(pollIntervalMs);
+          await wakeUp.sleep(pollIntervalMs);
           continue;
         }
         for (const event of events) {
-          if (stopped) return;
+          if (wakeUp.isStopped) return;
           await handler(event);
           checkpoint = { txOrder: event.txOrder, position: event.position };
         }
-        if (events.length < batchSize) await sleep(pollIntervalMs);
+        if (events.length < batchSize) await wakeUp.sleep(pollIntervalMs);
       }
     } finally {
       await unlisten();
@@ -95,8 +78,7 @@ export function subscribeToLog({ db, schema, read, after, handler, options = {} 
       return checkpoint;
     },
     async stop() {
-      stopped = true;
-      wake?.();
+      wakeUp.stop();
       await done.catch(() => undefined);
     },
     done,

@@ -13,6 +13,7 @@ import { createEventStore, type EventStore } from '../../src/store/event-store.j
 import { backends, freshSchema } from '../support/databases.js';
 import { canStartNats, NATS_URL, startPrivateNats } from '../support/brokers.js';
 import { eventually } from '../support/eventually.js';
+import { storeWithMessages as storeWith } from '../support/outbox-writers.js';
 
 const backend = backends().at(-1)!;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -39,15 +40,7 @@ function names() {
   return { stream, prefix: `t${tag}` };
 }
 
-async function storeWithMessages(messages: { aggregateId: string; type?: string; n: number }[]): Promise<EventStore> {
-  const { db, schema } = await freshSchema(backend);
-  const store = createEventStore(db, { schema });
-  const outbox = createOutbox(db, { schema });
-  for (const { aggregateId, type, n } of messages) {
-    await db.transaction((tx) => outbox.write(tx, { aggregateType: 'order', aggregateId, type: type ?? 'OrderChanged', payload: { n } }));
-  }
-  return store;
-}
+const storeWithMessages = (messages: { aggregateId: string; type?: string; n: number }[]) => storeWith(backend, messages);
 
 function track<T extends Relay | Publisher | Inbox>(thing: T): T {
   cleanups.push(() => ('stop' in thing ? thing.stop() : thing.close()));

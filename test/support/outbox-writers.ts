@@ -1,5 +1,7 @@
 import type { Database } from '../../src/db/database.js';
 import { createOutbox } from '../../src/outbox/outbox.js';
+import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { freshSchema, type Backend } from './databases.js';
 
 export interface WriterOptions {
   aggregates: number;
@@ -87,4 +89,15 @@ export function checkDelivery(received: { id: string; aggregate: string; n: numb
     if ((next.get(aggregate) ?? 0) !== last && problems.length < 20) problems.push(`${aggregate}: last delivered ${next.get(aggregate) ?? 0}, committed ${last}`);
   }
   return { unique: seen.size, duplicates, problems };
+}
+
+/** A fresh store whose outbox holds these messages (aggregate type `order`), one transaction each. */
+export async function storeWithMessages(backend: Backend, messages: { aggregateId: string; type?: string; n: number }[]): Promise<EventStore> {
+  const { db, schema } = await freshSchema(backend);
+  const store = createEventStore(db, { schema });
+  const outbox = createOutbox(db, { schema });
+  for (const { aggregateId, type, n } of messages) {
+    await db.transaction((tx) => outbox.write(tx, { aggregateType: 'order', aggregateId, type: type ?? 'OrderChanged', payload: { n } }));
+  }
+  return store;
 }

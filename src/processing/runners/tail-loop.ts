@@ -1,4 +1,5 @@
 import type { Database } from '../../db/database.js';
+import { WakeUp } from '../../store/wake-up.js';
 
 export interface TailLoopOptions {
   db: Database;
@@ -29,24 +30,7 @@ export interface TailLoop {
  * broker is waited out and the runner resumes from its checkpoints on its own.
  */
 export function startTailLoop(options: TailLoopOptions): TailLoop {
-  let stopped = false;
-  let notified = false;
-  let wake: (() => void) | undefined;
-  const signal = () => {
-    notified = true;
-    wake?.();
-  };
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (notified || stopped) return resolve();
-      const timer = setTimeout(finish, ms);
-      function finish() {
-        clearTimeout(timer);
-        wake = undefined;
-        resolve();
-      }
-      wake = finish;
-    });
+  const wakeUp = new WakeUp();
 
   async function runChores(lastRun: number[]): Promise<void> {
     for (const [i, chore] of (options.chores ?? []).entries()) {
@@ -61,19 +45,19 @@ export function startTailLoop(options: TailLoopOptions): TailLoop {
     const lastRun = (options.chores ?? []).map(() => 0);
     let failures = 0;
     try {
-      for (const channel of options.channels) unlisten.push(await options.db.listen(channel, signal));
-      while (!stopped) {
+      for (const channel of options.channels) unlisten.push(await options.db.listen(channel, wakeUp.signal));
+      while (!wakeUp.isStopped) {
         try {
-          notified = false;
+          wakeUp.reset();
           await runChores(lastRun);
           const more = await options.step();
           failures = 0;
-          if (!more) await sleep(options.pollIntervalMs);
+          if (!more) await wakeUp.sleep(options.pollIntervalMs);
         } catch (err) {
           options.onError?.(err);
           failures++;
-          notified = false;
-          await sleep(Math.min(options.maxBackoffMs, options.backoffMs * 2 ** (failures - 1)));
+          wakeUp.reset();
+          await wakeUp.sleep(Math.min(options.maxBackoffMs, options.backoffMs * 2 ** (failures - 1)));
         }
       }
     } finally {
@@ -85,8 +69,7 @@ export function startTailLoop(options: TailLoopOptions): TailLoop {
   const done = loop();
   return {
     async stop() {
-      stopped = true;
-      wake?.();
+      wakeUp.stop();
       await done;
     },
     done,
