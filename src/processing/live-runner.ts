@@ -1,6 +1,5 @@
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
-import type { LogCheckpoint } from '../store/event.js';
 import type { EventStore } from '../store/event-store.js';
 import { eventsChannel } from '../store/subscribe.js';
 import { sweepAbandonedReservations } from './effect-admin.js';
@@ -14,7 +13,7 @@ import { openRunnerSession } from './runner-session.js';
 import { PartitionLeases, partitionLockName } from './runners/partition-leases.js';
 import { startTailLoop } from './runners/tail-loop.js';
 import { Counters, type RunContext } from './run-context.js';
-import { processingSql, type ProcessingSql } from './sql.js';
+import { processingSql } from './sql.js';
 
 export interface LiveOptions {
   store: EventStore;

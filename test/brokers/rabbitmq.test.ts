@@ -8,7 +8,7 @@ import { consumeIntoStore, type Inbox } from '../../src/inbox/consume-into-store
 import { createOutbox } from '../../src/outbox/outbox.js';
 import { relayAdmin } from '../../src/outbox/relay-admin.js';
 import { runRelay, type Relay } from '../../src/outbox/relay.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { createEventStore } from '../../src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
 import { RABBITMQ_URL, startTcpProxy } from '../support/brokers.js';
 import { eventually } from '../support/eventually.js';
