@@ -8,6 +8,7 @@ import { openDatabase } from '../db/open-database.js';
 import { openServices, startServer, type Services } from '../server.js';
 import { createEventStore } from '../store/event-store.js';
 import { runCommissionDemo } from './demo-command.js';
+import { UsageError } from './usage-error.js';
 import { consumeCommand, deadLettersCommand, outboxCommand, relayCommand, type OutboxCommandOptions } from './outbox-commands.js';
 import { effectsCommand, liveCommand, parkedCommand, replayCommand, sweepCommand, type CommandOptions } from './processing-commands.js';
 
@@ -188,8 +189,6 @@ const OPTIONS = {
   version: { type: 'boolean' },
 } as const;
 
-/** Misuse of the command line: exit code 2. */
-class UsageError extends Error {}
 
 function parse(argv: string[]) {
   try {

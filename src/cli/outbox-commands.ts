@@ -1,6 +1,5 @@
 import { openConsumer, openPublisher } from '../brokers/open-broker.js';
 import type { RastroConfig } from '../config.js';
-import { ValidationError } from '../errors.js';
 import { consumeIntoStore } from '../inbox/consume-into-store.js';
 import { relayAdmin } from '../outbox/relay-admin.js';
 import { outboxRetention } from '../outbox/retention.js';
@@ -9,6 +8,7 @@ import type { EventLogSelection } from '../outbox/relay-source.js';
 import { quoteSchema } from '../db/schema-name.js';
 import type { EventStore } from '../store/event-store.js';
 import { table } from './output.js';
+import { UsageError } from './usage-error.js';
 
 export interface OutboxCommandOptions {
   name?: string;
@@ -26,13 +26,13 @@ export interface OutboxCommandOptions {
 
 function count(field: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value)) throw new ValidationError(field, `must be a whole number, got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value)) throw new UsageError(`${field} must be a whole number, got ${JSON.stringify(value)}`);
   return Number(value);
 }
 
 function selection(options: OutboxCommandOptions): EventLogSelection | undefined {
   if (options.types === undefined && options['stream-prefix'] === undefined) {
-    if (options['aggregate-type'] !== undefined) throw new ValidationError('--aggregate-type', 'applies to a relay from the log: add --types or --stream-prefix');
+    if (options['aggregate-type'] !== undefined) throw new UsageError('--aggregate-type applies to a relay from the log: add --types or --stream-prefix');
     return undefined;
   }
   return { types: options.types?.split(',').filter(Boolean), streamPrefix: options['stream-prefix'], aggregateType: options['aggregate-type'] };
@@ -76,7 +76,7 @@ async function parkedCommand(store: EventStore, config: RastroConfig, args: stri
     console.log(parked.length === 0 ? 'no parked messages' : table(['relay', 'message', 'aggregate', 'reason', 'error'], parked.map((p) => [p.relay, p.messageId, p.aggregateKey, p.reason, p.error])));
     return;
   }
-  if ((action !== 'retry' && action !== 'skip') || !id) throw new ValidationError('outbox parked', 'usage: rastro outbox parked list | retry <messageId> | skip <messageId>');
+  if ((action !== 'retry' && action !== 'skip') || !id) throw new UsageError('usage: rastro outbox parked list | retry <messageId> | skip <messageId>');
   const publisher = openPublisher(config);
   try {
     const outcome = action === 'retry' ? await admin.retry(id, publisher) : await admin.skip(id, publisher);
@@ -105,7 +105,7 @@ export async function outboxCommand(store: EventStore, config: RastroConfig, arg
   if (sub === 'status') return statusCommand(store, options);
   if (sub === 'parked') return parkedCommand(store, config, rest, options);
   if (sub === 'cleanup') return cleanupCommand(store, config, options);
-  throw new ValidationError('outbox', 'usage: rastro outbox status | parked list|retry|skip | cleanup [--days N]');
+  throw new UsageError('usage: rastro outbox status | parked list|retry|skip | cleanup [--days N]');
 }
 
 /** `rastro consume`: the inbox, until stopped. */
