@@ -1,16 +1,17 @@
 import { defineConfig } from 'vitest/config';
 
-const GAP_TEST = 'test/store/gap.test.ts';
+// Suites that hold transactions open for seconds, or kill processes inside them: they hold back
+// every reader in the cluster, and would slow or fail the other suites' reads.
+const ALONE = ['test/store/gap.test.ts', 'test/outbox/relay-frontier.test.ts', 'test/outbox/relay-scale.test.ts', 'test/outbox/relay-crash.test.ts'];
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: 'forks' as const };
 
 export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
     projects: [
-      { test: { ...shared, name: 'suites', include: ['test/**/*.test.ts'], exclude: [GAP_TEST], sequence: { groupOrder: 0 } } },
-      // Alone, after the others: its transactions, held open for seconds, hold back every reader
-      // in the cluster and would slow the other suites' live runs and replays.
-      { test: { ...shared, name: 'gap', include: [GAP_TEST], sequence: { groupOrder: 1 } } },
+      { test: { ...shared, name: 'suites', include: ['test/**/*.test.ts'], exclude: ALONE, sequence: { groupOrder: 0 } } },
+      // After the others, one file at a time.
+      { test: { ...shared, name: 'alone', include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
   },
 });

@@ -85,15 +85,19 @@ select (select version from stream) as stream_version,
                where backend_xid is not null and pid <> pg_backend_pid()) as oldest_writer_ms,
              (select extract(epoch from now() - min(prepared)) * 1000 from pg_prepared_xacts) as oldest_prepared_ms`,
 
-    /** Whether the log holds transaction orders this cluster has not reached: a restore elsewhere. */
-    rewound: `select coalesce(max(tx_order), 0) >= pg_snapshot_xmax(pg_current_snapshot())::text::bigint + (select tx_order_offset from ${s}.store_settings) as rewound
-      from ${s}.events`,
+    /**
+     * Whether the log (or the outbox, which orders its rows the same way) holds transaction
+     * orders this cluster has not reached: a restore elsewhere.
+     */
+    rewound: `select greatest((select coalesce(max(tx_order), 0) from ${s}.events), (select coalesce(max(tx_order), 0) from ${s}.outbox))
+        >= pg_snapshot_xmax(pg_current_snapshot())::text::bigint + (select tx_order_offset from ${s}.store_settings) as rewound`,
 
     /** Moves the offset past every recorded order. Runs with appends locked out. */
     rebase: [
-      `lock table ${s}.streams, ${s}.events in exclusive mode`,
+      `lock table ${s}.streams, ${s}.events, ${s}.outbox_aggregates, ${s}.outbox in exclusive mode`,
       `update ${s}.store_settings
-         set tx_order_offset = greatest(tx_order_offset, (select coalesce(max(tx_order), 0) from ${s}.events) + 1 - pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+         set tx_order_offset = greatest(tx_order_offset, greatest((select coalesce(max(tx_order), 0) from ${s}.events),
+           (select coalesce(max(tx_order), 0) from ${s}.outbox)) + 1 - pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
        returning tx_order_offset`,
     ],
   } as const;
