@@ -90,9 +90,10 @@ describe.each(backends())('the outbox on $name', (backend) => {
     for (const message of publisher.published) byAggregate.set(message.aggregateId, [...(byAggregate.get(message.aggregateId) ?? []), (message.payload as { n: number }).n]);
     for (const [aggregateId, ns] of byAggregate) expect(ns).toEqual(messages.filter((m) => m.aggregateId === aggregateId).map((m) => m.n));
     expect(new Set(publisher.published.map((m) => m.id)).size).toBe(60);
+    // Counters and pending are read by two statements: wait until both show the last commit.
     const [status] = await eventually(async () => {
       const all = await relayAdmin(store).status();
-      return all[0]?.counters.published === 60 ? all : undefined;
+      return all[0]?.counters.published === 60 && all[0].pending === 0 ? all : undefined;
     }, 'counters saved');
     expect(status).toMatchObject({ name: 'outbox', source: 'outbox', pending: 0, lagMs: null, parked: 0 });
   });
