@@ -14,6 +14,10 @@ const ratio = (value) => `${value.toFixed(2)}×`;
  * median). `minRatio` is a floor on value/baseline (throughput), `maxRatio` a ceiling that the
  * ratio must stay under (latency); `target` replaces the target text. Rows without either have
  * no verdict.
+ *
+ * Against the rival, bigger is better unless the row says `lowerIsBetter: true` (a latency): the
+ * ratio shown is still value/rival, and the subject is behind when it is above 1 for such a row,
+ * below 1 otherwise.
  */
 export function summarize(section, medians) {
   const { baseline, subject, rival } = section;
@@ -30,7 +34,7 @@ export function summarize(section, medians) {
     const misses = [];
     if (row.minRatio !== undefined && line.ratio < row.minRatio) misses.push(`below ${row.minRatio}× ${baseline}`);
     if (row.maxRatio !== undefined && line.ratio >= row.maxRatio) misses.push(`not under ${row.maxRatio === 1 ? '' : `${row.maxRatio}× `}${line.baselineOf}`);
-    if (rival && line.rivalRatio < 1) misses.push(`behind ${rival}`);
+    if (rival && (row.lowerIsBetter ? line.rivalRatio > 1 : line.rivalRatio < 1)) misses.push(`behind ${rival}`);
     const judged = row.minRatio !== undefined || row.maxRatio !== undefined || rival;
     line.verdict = !judged ? '—' : misses.length === 0 ? 'met' : `MISSED: ${misses.join(', ')}`;
     return line;
@@ -41,7 +45,7 @@ export function summarize(section, medians) {
 const namedBaselines = (section) => section.rows.some((row) => row.baseline);
 
 function targetText(section, line) {
-  if (line.target !== undefined) return line.target;
+  if (line.target !== undefined) return section.rival ? `${line.target}, ${line.lowerIsBetter ? '<' : '>'} ${section.rival}` : line.target;
   if (line.minRatio !== undefined) return `≥ ${line.minRatio}× ${section.baseline}${section.rival ? `, > ${section.rival}` : ''}`;
   if (line.maxRatio !== undefined) return `< ${line.maxRatio}× ${line.baselineOf}`;
   return '—';
