@@ -52,7 +52,16 @@ export async function relayCommand(store: EventStore, config: RastroConfig, opti
     onError: (err) => console.error(`rastro relay: ${err instanceof Error ? err.message : String(err)} (backing off, will retry)`),
   });
   console.log(`relay ${relay.runId} publishing to ${config.brokerUrl ? publisher.kind : 'the in-process publisher (set RASTRO_BROKER_URL for a broker)'}`);
+  // Progress: a line every 10 s while it publishes.
+  let reported = '';
+  const progress = setInterval(() => {
+    const line = relay.counters.entries().map(([name, value]) => `${name} ${value}`).join(', ');
+    if (line && line !== reported) console.log(`relay ${relay.runId}: ${line} (partitions ${relay.partitions.join(',') || 'none'})`);
+    reported = line;
+  }, 10_000);
+  progress.unref();
   await stopSignal();
+  clearInterval(progress);
   await relay.stop();
   await publisher.close();
   console.log(`relay stopped: ${relay.counters.entries().map(([name, value]) => `${name} ${value}`).join(', ') || 'nothing published'}`);
