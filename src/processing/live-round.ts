@@ -1,0 +1,61 @@
+import { quoteSchema } from '../db/schema-name.js';
+import { frontierSql } from '../store/sql.js';
+import { runLive, type LiveOptions } from './live-runner.js';
+import type { Processor } from './processor.js';
+import { handledTypes } from './read-batch.js';
+
+/**
+ * Whether a committed event of the processor's types lies past its partition's live checkpoint:
+ * work a live runner has not done yet. Events behind an open transaction are not counted; the
+ * runner takes them when it ends. $1 run id, $2 types, $3 partition count.
+ */
+function backlogSql(s: string): string {
+  return `with cp as (select partition, tx_order, position from ${s}.processor_checkpoints where run_id = $1),
+      low as (select case when (select count(*) from cp) < $3 then 0::bigint else (select min(tx_order) from cp) end as tx_order)
+    select count(*)::bigint as n from ${s}.events e, low
+     where e.tx_order >= low.tx_order and e.tx_order < ${frontierSql(s)} and e.type = any($2::text[])
+       and not exists (select 1 from cp where cp.partition = mod(hashtext(e.stream_id)::bigint + 2147483648, $3)
+                        and (cp.tx_order, cp.position) >= (e.tx_order, e.position))`;
+}
+
+export interface LiveRoundOptions extends LiveOptions {
+  /** Called while the round runs with the events still to do. */
+  onProgress?: (left: number) => void;
+  /** How often the round checks what is left, in milliseconds. @defaultValue 25 */
+  checkIntervalMs?: number;
+}
+
+/**
+ * One round of a processor's live run: starts a live runner, lets it take every committed event
+ * past the live checkpoints, and stops it. The checkpoints are the live run's own, so the next
+ * round (or a runner that stays up) continues where this one ended. Resolves to what it did.
+ *
+ * @example
+ * ```ts
+ * const { events } = await runLiveRound(normalizer, { store, policy })
+ * ```
+ */
+export async function runLiveRound(processor: Processor, options: LiveRoundOptions): Promise<{ events: number; counters: Record<string, number> }> {
+  const sql = backlogSql(quoteSchema(options.store.schema));
+  const values = [`live:${processor.name}`, handledTypes(processor), options.partitions ?? 8];
+  const left = async () => Number((await options.store.db.query<{ n: number }>(sql, values)).rows[0]?.n ?? 0);
+  let failure: unknown;
+  const runner = await runLive(processor, {
+    ...options,
+    onError: (err) => {
+      failure ??= err;
+      options.onError?.(err);
+    },
+  });
+  try {
+    for (let n = await left(); n > 0 && failure === undefined; n = await left()) {
+      options.onProgress?.(n);
+      await new Promise((resolve) => setTimeout(resolve, options.checkIntervalMs ?? 25));
+    }
+  } finally {
+    await runner.stop();
+  }
+  if (failure !== undefined) throw failure;
+  const counters = Object.fromEntries(runner.counters.entries());
+  return { events: counters.events ?? 0, counters };
+}
