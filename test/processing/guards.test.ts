@@ -41,6 +41,16 @@ describe.each(backends())('the recency guard on $name', (backend) => {
     expect((await db.query<{ doc: { status: string } }>(`select doc from "${schema}".projections where key = 'ch_1'`)).rows[0]!.doc.status).toBe('refunded');
   });
 
+  it('answers applied for an earlier millisecond of the same second: the comparison is by whole seconds', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const snapshot = (status: string, observedAt: string) => ({ type: 'charge.snapshot', data: { chargeId: 'ch_1', status, observedAt } });
+    await store.append('charge-ch_1', [snapshot('paid', '2026-09-08T11:54:24.512Z'), snapshot('paid-with-invoice', '2026-09-08T11:54:24.000Z')]);
+    const answers: boolean[] = [];
+    await runReplay(snapshotProcessor(answers), { store, runId: 'r', policy: {} });
+    expect(answers).toEqual([true, true]);
+  });
+
   it('applies a write without an observation and keeps the stored one, in one batch and across batches', async () => {
     const { db, schema } = await freshSchema(backend);
     const store = createEventStore(db, { schema });
