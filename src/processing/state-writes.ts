@@ -13,6 +13,8 @@ export interface StateWrite {
   key: string;
   doc: Record<string, unknown>;
   guard: GuardValues;
+  /** What the probe answered the handler: false when the stored row (or an earlier write) is newer. */
+  applies?: boolean;
 }
 
 export interface ProbeRequest extends Suspended<boolean> {
@@ -89,6 +91,7 @@ export class StateBuffer {
     const stored = this.stored.get(write.id) ?? undefined;
     const current = this.latest.get(write.id) ?? stored;
     const applies = guardAllows(current, write.guard);
+    write.applies = applies;
     if (applies) this.latest.set(write.id, guardAfter(current, write.guard));
     // Simulate: a key whose stored row is newer than the event, or that would not change, is not a difference.
     if (this.run.simulate && guardAllows(stored, write.guard) && !(stored && sameJson(stored.doc, write.doc))) {
@@ -108,6 +111,9 @@ export class StateBuffer {
     // the time of the write it replaced in the batch (the SQL keeps the stored one).
     const winners = new Map<string, StateWrite>();
     for (const write of writes.sort((a, b) => a.order - b.order)) {
+      // A write the handler was told did not apply stays out: after a write without a time it
+      // would win here (null applies), then lose in SQL to the stored row, and take that write with it.
+      if (write.applies === false) continue;
       const current = winners.get(write.id);
       if (!current) winners.set(write.id, write);
       else if (guardAllows(current.guard, write.guard)) winners.set(write.id, { ...write, guard: guardAfter(current.guard, write.guard) });

@@ -74,6 +74,21 @@ describe.each(backends())('the recency guard on $name', (backend) => {
     expect(await stored()).toMatchObject({ doc: { status: 'touched' }, observed_at: new Date('2026-10-14T10:00:05.700Z') });
   });
 
+  it('keeps a write without an observation when a stale write to the same row follows it in the batch', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const snapshot = (status: string, observedAt: string | null) => ({ type: 'charge.snapshot', data: { chargeId: 'ch_1', status, observedAt } });
+    await store.append('charge-ch_1', [snapshot('paid', '2026-10-14T10:00:05.000Z')]);
+    const answers: boolean[] = [];
+    await runReplay(snapshotProcessor(answers), { store, runId: 'r1', policy: {} });
+    const from = (await store.readAll()).at(-1)!.position + 1;
+    await store.append('charge-ch_1', [snapshot('paid-and-imported', null), snapshot('cancelled', '2026-10-14T10:00:01.000Z')]);
+    await runReplay(snapshotProcessor(answers), { store, runId: 'r2', policy: {}, fromPosition: from });
+    expect(answers).toEqual([true, true, false]);
+    const { rows } = await db.query<{ doc: { status: string } }>(`select doc from "${schema}".projections where key = 'ch_1'`);
+    expect(rows[0]!.doc.status).toBe('paid-and-imported');
+  });
+
   it('keeps the reference in SQL when the probe did not see the stored row', async () => {
     const { db, schema } = await freshSchema(backend);
     const store = createEventStore(db, { schema });
