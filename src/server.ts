@@ -8,6 +8,9 @@ import { openDatabase } from './db/open-database.js';
 import { ConfigError } from './errors.js';
 import { buildApp } from './http/app.js';
 import { createIdempotencyKeys, type IdempotencyKeys } from './http/idempotency-keys.js';
+import { noAlertDestination, orderAlertClient, type OrderAlertSender } from './intake/order-alerts.js';
+import { createOrders, type Orders } from './intake/orders.js';
+import { pollProvider } from './intake/provider-poller.js';
 import { createEventStore, type EventStore } from './store/event-store.js';
 
 export interface Services {
@@ -15,17 +18,43 @@ export interface Services {
   store: EventStore;
   ledger: AccountLedger;
   keys: IdempotencyKeys;
+  orders: Orders;
 }
 
-/** Wires the services of one rastro installation on a migrated database. */
-export function createServices(db: Database, config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'>): Services {
+/**
+ * Wires the services of one rastro installation on a migrated database. Order alerts go to
+ * `alert`, else to `orderAlertUrl`, else wait parked until a destination is set.
+ */
+export function createServices(
+  db: Database,
+  config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'> & { orderAlertUrl?: string },
+  options: { alert?: OrderAlertSender } = {},
+): Services {
   const store = createEventStore(db, { schema: config.schema });
   return {
     db,
     store,
     ledger: createAccountLedger(store, { snapshotEvery: config.snapshotEvery }),
     keys: createIdempotencyKeys(db, { schema: config.schema, ttlMs: config.idempotencyTtlSeconds * 1000 }),
+    orders: createOrders(store, { alert: options.alert ?? (config.orderAlertUrl ? orderAlertClient(config.orderAlertUrl) : noAlertDestination) }),
   };
+}
+
+/** serve's poll loop: one poll at a time, every `pollIntervalSeconds`, when a provider is configured. */
+function startPollLoop(config: RastroConfig, services: Services, log: FastifyInstance['log']): () => void {
+  if (!config.providerUrl || config.pollIntervalSeconds === 0) return () => undefined;
+  const baseUrl = config.providerUrl;
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    pollProvider(services.orders.intake, { source: config.providerSource, baseUrl })
+      .then((progress) => log.info({ source: config.providerSource, pages: progress.page, stored: progress.stored, rejected: progress.rejected.length }, 'provider polled'))
+      .catch((err: unknown) => log.warn({ error: { message: (err as Error).message, code: (err as { code?: unknown }).code } }, 'provider poll failed'))
+      .finally(() => (running = false));
+  }, config.pollIntervalSeconds * 1000);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** Opens the configured database (creating the PGlite folder if needed), migrates it, wires the services. */
@@ -75,10 +104,12 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
     services.keys.cleanup().catch((err: unknown) => app.log.warn({ error: { message: (err as Error).message } }, 'idempotency key cleanup failed'));
   }, CLEANUP_INTERVAL_MS);
   cleanup.unref();
+  const stopPolling = startPollLoop(config, services, app.log);
   try {
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     clearInterval(cleanup);
+    stopPolling();
     await app.close();
     await services.db.close();
     throw err;
@@ -93,6 +124,7 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
     config,
     async close() {
       clearInterval(cleanup);
+      stopPolling();
       await app.close();
       await services.db.close();
     },
