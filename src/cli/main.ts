@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { resolveConfig } from '../config.js';
+import { resolveConfig, type RastroConfig } from '../config.js';
 import { RastroError } from '../errors.js';
 import { migrate } from '../db/migrate.js';
 import { openDatabase } from '../db/open-database.js';
 import { openServices, startServer, type Services } from '../server.js';
 import { createEventStore } from '../store/event-store.js';
-import { runCommissionDemo } from './demo-command.js';
+import { runCommissionDemo, runOrderDemo } from './demo-command.js';
+import { cliAlertSender, normalizeCommand, ORDER_USAGE, ordersCommand, pollCommand, UsageError, type OrderCommandOptions } from './order-commands.js';
 import { effectsCommand, liveCommand, parkedCommand, replayCommand, sweepCommand, type CommandOptions } from './processing-commands.js';
 
 const USAGE = `usage: rastro <command>
@@ -27,7 +28,15 @@ commands:
   effects resolve <key> --as done|retry
   parked list [--run-id ID] | parked retry <eventId> | parked skip <eventId>
   sweep           move abandoned reservations: keep → uncertain, release → released
+  poll <source> [--provider-url URL] [--page-size N]
+                  page through the provider's REST API and store each order as a snapshot
+  normalize [--once | --reset]
+                  run the order normalizer live, one round (--once), or reprocess everything (--reset)
+  orders renormalize <source>:<orderId>   re-run the normalizer over one order's raw snapshots
   demo commission run the commission story end to end on an embedded database
+  demo orders     run seed 004's order story end to end on an embedded database
+
+  --help          a command's usage (rastro poll --help)
 
   --processors <path> loads processors from a module; by default from ./rastro.config.js or .ts
 
@@ -38,7 +47,11 @@ environment:
   RASTRO_LOG_LEVEL  fatal|error|warn|info|debug|trace|silent (info)
   RASTRO_API_KEY    bearer key for every route but /healthz; required for a non-loopback HOST
   RASTRO_SNAPSHOT_EVERY           account snapshot interval in events, 0 = off (100)
-  RASTRO_IDEMPOTENCY_TTL_SECONDS  how long idempotency keys are kept (86400)`;
+  RASTRO_IDEMPOTENCY_TTL_SECONDS  how long idempotency keys are kept (86400)
+  RASTRO_ORDER_ALERT_URL          where "cancelled after import" alerts are posted
+  RASTRO_PROVIDER_URL             the payment provider's REST API, for poll and serve's poll loop
+  RASTRO_PROVIDER_SOURCE          the provider's name in serve's poll loop (pied)
+  RASTRO_POLL_INTERVAL_SECONDS    serve polls the provider this often, 0 = never (0)`;
 
 async function serve(): Promise<void> {
   const server = await startServer();
@@ -53,10 +66,11 @@ async function serve(): Promise<void> {
   process.once('SIGTERM', shutdown);
 }
 
-async function withServices<T>(fn: (services: Services) => Promise<T>): Promise<T> {
-  const opened = await openServices(resolveConfig({ logLevel: 'silent' }));
+async function withServices<T>(fn: (services: Services, config: RastroConfig) => Promise<T>): Promise<T> {
+  const config = resolveConfig({ logLevel: 'silent' });
+  const opened = await openServices(config, { alert: cliAlertSender(config) });
   try {
-    return await fn(opened);
+    return await fn(opened, config);
   } finally {
     await opened.db.close();
   }
@@ -82,7 +96,7 @@ async function storeStatus({ store }: Services): Promise<void> {
   console.log(`oldest prepared transaction: ${delay.oldestPreparedMs === null ? 'none' : `${delay.oldestPreparedMs} ms`}`);
 }
 
-type Command = (args: string[], options: CommandOptions) => Promise<void>;
+type Command = (args: string[], options: CommandOptions & OrderCommandOptions) => Promise<void>;
 
 const COMMANDS: Record<string, Command> = {
   serve: () => serve(),
@@ -106,7 +120,17 @@ const COMMANDS: Record<string, Command> = {
   live: (args, options) => withServices(({ store }) => liveCommand(store, args, options)),
   sweep: () => withServices(({ store }) => sweepCommand(store)),
   'demo commission': () => runCommissionDemo(),
+  poll: (args, options) => withServices((services, config) => pollCommand(services, config, args, options)),
+  normalize: (args, options) => withServices((services) => normalizeCommand(services, args, options)),
+  orders: (args) => withServices((services) => ordersCommand(services, args)),
+  'demo orders': (args) => {
+    if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`, ORDER_USAGE.demo);
+    return runOrderDemo();
+  },
 };
+
+/** Usage of the commands that have their own. */
+const COMMAND_USAGE: Record<string, string> = { poll: ORDER_USAGE.poll, normalize: ORDER_USAGE.normalize, orders: ORDER_USAGE.orders, 'demo orders': ORDER_USAGE.demo };
 
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
@@ -124,10 +148,16 @@ async function main(argv: string[]): Promise<void> {
       state: { type: 'string' },
       as: { type: 'string' },
       limit: { type: 'string' },
+      once: { type: 'boolean' },
+      reset: { type: 'boolean' },
+      'provider-url': { type: 'string' },
+      'page-size': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
   const [command, sub] = positionals;
   if (command === undefined || command === 'help') return void console.log(USAGE);
+  if (values.help) return void console.log(COMMAND_USAGE[`${command} ${sub}`] ?? COMMAND_USAGE[command] ?? USAGE);
   const twoWords = COMMANDS[`${command} ${sub}`];
   if (twoWords) return twoWords(positionals.slice(2), values);
   const oneWord = COMMANDS[command];
@@ -137,6 +167,14 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof UsageError) {
+    console.error(`rastro: ${err.message}\n\n${err.usage}`);
+    process.exit(2);
+  }
+  if (String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) {
+    console.error(`rastro: ${(err as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
   if (err instanceof RastroError) console.error(`rastro: ${err.message} [${err.code}]`);
   else console.error(`rastro: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);

@@ -29,9 +29,9 @@ export async function orderRoutes(app: FastifyInstance, { orders }: OrderRouteDe
         body: {
           type: 'object',
           properties: {
-            orderId: { type: ['string', 'integer'] },
+            orderId: { anyOf: [{ type: 'string' }, { type: 'integer' }] },
             status: { type: 'string', enum: [...ORDER_STATUSES] },
-            lastUpdate: { type: ['string', 'null'], description: 'ISO 8601 with an offset, any precision' },
+            lastUpdate: { anyOf: [{ type: 'string' }, { type: 'null' }], description: 'ISO 8601 with an offset, any precision' },
           },
           required: ['orderId', 'status'],
           additionalProperties: true,
