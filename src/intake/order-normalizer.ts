@@ -35,6 +35,11 @@ export interface OrderNormalizerOptions {
 /**
  * The normalizer's policy: send the alert, and since a mail cannot be taken back, a failure
  * after the call may have happened leaves it `uncertain` for review.
+ *
+ * @example
+ * ```ts
+ * await runReplay(orderNormalizer({ store, alert }), { store, runId: 'reprocess-1', policy: ORDER_NORMALIZER_POLICY })
+ * ```
  */
 export const ORDER_NORMALIZER_POLICY: EffectPolicy = Object.freeze({ [CANCELLED_AFTER_IMPORT]: Object.freeze({ mode: 'apply', onFailure: 'keep' }) });
 

@@ -4,6 +4,11 @@ import { ValidationError } from '../errors.js';
 /**
  * The provider's payment statuses an order snapshot may carry. `partial`: part of the amount was
  * paid; `received`: paid in full.
+ *
+ * @example
+ * ```ts
+ * ORDER_STATUSES.includes(body.status)
+ * ```
  */
 export const ORDER_STATUSES = ['requested', 'partial', 'received', 'cancelled', 'refunded', 'expired'] as const;
 
@@ -127,12 +132,26 @@ export function snapshotEventId(snapshot: OrderSnapshot): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/** The event stream of one order: `order:<source>:<orderId>`. */
+/**
+ * The event stream of one order: `order:<source>:<orderId>`.
+ *
+ * @example
+ * ```ts
+ * await store.readStream(orderStreamId('pied', '260065713')) // its raw snapshots and import outcomes
+ * ```
+ */
 export function orderStreamId(source: string, orderId: string): string {
   return `order:${source}:${orderId}`;
 }
 
-/** The normalized order's key (and the id in `/orders/{id}`): `<source>:<orderId>`. */
+/**
+ * The normalized order's key (and the id in `/orders/{id}`): `<source>:<orderId>`.
+ *
+ * @example
+ * ```ts
+ * await projections(store).get(ORDER_PROJECTION, orderKey('pied', '260065713'))
+ * ```
+ */
 export function orderKey(source: string, orderId: string): string {
   return `${source}:${orderId}`;
 }

@@ -33,10 +33,24 @@ export interface ProviderFake {
   close(): Promise<void>;
 }
 
-/** The webhook's precision: milliseconds, UTC, e.g. 2026-09-08T11:54:24.512Z. */
+/**
+ * The webhook's precision: milliseconds, UTC.
+ *
+ * @example
+ * ```ts
+ * webhookTime(new Date('2026-09-08T11:54:24.512Z')) // '2026-09-08T11:54:24.512Z'
+ * ```
+ */
 export const webhookTime = (at: Date) => at.toISOString();
 
-/** The REST API's precision: the whole second at -03:00, e.g. 2026-09-08T08:54:24-03:00. */
+/**
+ * The REST API's precision: the whole second at -03:00.
+ *
+ * @example
+ * ```ts
+ * restTime(new Date('2026-09-08T11:54:24.512Z')) // '2026-09-08T08:54:24-03:00'
+ * ```
+ */
 export function restTime(at: Date): string {
   return `${new Date(at.getTime() - 3 * 3600_000).toISOString().slice(0, 19)}-03:00`;
 }
