@@ -5,17 +5,22 @@ import type { Processor } from './processor.js';
 import { handledTypes } from './read-batch.js';
 
 /**
- * Whether a committed event of the processor's types lies past its partition's live checkpoint:
- * work a live runner has not done yet. Events behind an open transaction are not counted; the
- * runner takes them when it ends. $1 run id, $2 types, $3 partition count.
+ * Committed events of the processor's types past their partition's live checkpoint: work a live
+ * runner has not done yet. Events behind an open transaction are not counted; the runner takes
+ * them when it ends. The scan starts after the lowest checkpoint ($4, $5: LOG_START while a
+ * partition has none), on the (tx_order, position) index, so it costs what is past the
+ * checkpoints, not the log. $1 run id, $2 types, $3 partition count.
  */
-function backlogSql(s: string): string {
-  return `with cp as (select partition, tx_order, position from ${s}.processor_checkpoints where run_id = $1),
-      low as (select case when (select count(*) from cp) < $3 then 0::bigint else (select min(tx_order) from cp) end as tx_order)
-    select count(*)::bigint as n from ${s}.events e, low
-     where e.tx_order >= low.tx_order and e.tx_order < ${frontierSql(s)} and e.type = any($2::text[])
-       and not exists (select 1 from cp where cp.partition = mod(hashtext(e.stream_id)::bigint + 2147483648, $3)
-                        and (cp.tx_order, cp.position) >= (e.tx_order, e.position))`;
+function backlogSql(s: string) {
+  return {
+    lowest: `select tx_order, position from ${s}.processor_checkpoints where run_id = $1 order by tx_order, position limit 1`,
+    partitions: `select count(*)::int as n from ${s}.processor_checkpoints where run_id = $1`,
+    left: `select count(*)::bigint as n from ${s}.events e
+      where (e.tx_order, e.position) > ($4, $5) and e.tx_order < ${frontierSql(s)} and e.type = any($2::text[])
+        and not exists (select 1 from ${s}.processor_checkpoints cp where cp.run_id = $1
+                         and cp.partition = mod(hashtext(e.stream_id)::bigint + 2147483648, $3)
+                         and (cp.tx_order, cp.position) >= (e.tx_order, e.position))`,
+  } as const;
 }
 
 export interface LiveRoundOptions extends LiveOptions {
@@ -37,8 +42,15 @@ export interface LiveRoundOptions extends LiveOptions {
  */
 export async function runLiveRound(processor: Processor, options: LiveRoundOptions): Promise<{ events: number; counters: Record<string, number> }> {
   const sql = backlogSql(quoteSchema(options.store.schema));
-  const values = [`live:${processor.name}`, handledTypes(processor), options.partitions ?? 8];
-  const left = async () => Number((await options.store.db.query<{ n: number }>(sql, values)).rows[0]?.n ?? 0);
+  const { db } = options.store;
+  const runId = `live:${processor.name}`;
+  const partitions = options.partitions ?? 8;
+  const left = async () => {
+    const [{ n: checkpointed }] = (await db.query<{ n: number }>(sql.partitions, [runId])).rows as [{ n: number }];
+    const low = checkpointed < partitions ? undefined : (await db.query<{ tx_order: number; position: number }>(sql.lowest, [runId])).rows[0];
+    const values = [runId, handledTypes(processor), partitions, low?.tx_order ?? 0, low?.position ?? 0];
+    return Number((await db.query<{ n: number }>(sql.left, values)).rows[0]?.n ?? 0);
+  };
   let failure: unknown;
   const runner = await runLive(processor, {
     ...options,
