@@ -80,6 +80,15 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+const MAX_DEPTH = 32;
+
+/** Whether a JSON value nests deeper than `MAX_DEPTH`: hashing and storing it would recurse that deep. */
+function tooDeep(value: unknown, depth = 0): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (depth >= MAX_DEPTH) return true;
+  return (Array.isArray(value) ? value : Object.values(value)).some((item) => tooDeep(item, depth + 1));
+}
+
 /**
  * Validates a snapshot as the provider sent it: `orderId`, `status` (one of
  * {@link ORDER_STATUSES}), `lastUpdate` (optional), anything else kept as the payload.
@@ -97,6 +106,7 @@ export function parseOrderSnapshot(source: string, channel: SnapshotChannel, bod
     throw new ValidationError('status', `must be one of ${ORDER_STATUSES.join(', ')}`);
   }
   if (lastUpdate !== undefined && lastUpdate !== null && typeof lastUpdate !== 'string') throw new ValidationError('lastUpdate', 'must be a date-time string or null');
+  if (tooDeep(payload, 1)) throw new ValidationError('body', `must not nest deeper than ${MAX_DEPTH} levels`);
   const lastUpdateText = typeof lastUpdate === 'string' ? lastUpdate : null;
   return {
     source,
