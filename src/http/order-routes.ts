@@ -15,11 +15,7 @@ const anyObject = { type: 'object', additionalProperties: true } as const;
 
 type IdRequest = { Params: { id: string } };
 
-/**
- * Orders from payment providers: webhook intake, the normalized state with its raw history,
- * re-normalizing one order, and recording the back office's import outcome.
- */
-export async function orderRoutes(app: FastifyInstance, { orders }: OrderRouteDeps): Promise<void> {
+function intakeRoute(app: FastifyInstance, orders: Orders): void {
   app.post<{ Params: { source: string }; Body: Record<string, unknown> }>(
     '/intake/:source/orders',
     {
@@ -44,34 +40,33 @@ export async function orderRoutes(app: FastifyInstance, { orders }: OrderRouteDe
       return reply.code(202).send({ eventId, order: `${snapshot.source}:${snapshot.orderId}`, streamId });
     },
   );
+}
 
+function readRoute(app: FastifyInstance, orders: Orders): void {
+  const state = { type: 'object', additionalProperties: true, nullable: true } as const;
   app.get<IdRequest>(
     '/orders/:id',
     {
       schema: {
         summary: 'The normalized order and its raw history',
         params: idParams,
-        response: {
-          200: { type: 'object', properties: { id: { type: 'string' }, state: { ...anyObject, nullable: true }, observedAt: { type: ['string', 'null'] }, history: { type: 'array', items: anyObject } } },
-          ...errors,
-        },
+        response: { 200: { type: 'object', properties: { id: { type: 'string' }, state, observedAt: { type: ['string', 'null'] }, history: { type: 'array', items: anyObject } } }, ...errors },
       },
     },
     (request) => orders.get(request.params.id),
   );
+}
 
+function renormalizeRoute(app: FastifyInstance, orders: Orders): void {
+  const summary = { type: 'object', properties: { runId: { type: 'string' }, total: { type: 'integer' }, counters: { type: 'object', additionalProperties: { type: 'integer' } } } } as const;
   app.post<IdRequest>(
     '/orders/:id/renormalize',
-    {
-      schema: {
-        summary: "Re-run the normalizer over the order's raw snapshots (never its stored row); send {} as the body",
-        params: idParams,
-        response: { 200: { type: 'object', properties: { runId: { type: 'string' }, total: { type: 'integer' }, counters: { type: 'object', additionalProperties: { type: 'integer' } } } }, ...errors },
-      },
-    },
+    { schema: { summary: "Re-run the normalizer over the order's raw snapshots (never its stored row); send {} as the body", params: idParams, response: { 200: summary, ...errors } } },
     (request) => orders.renormalize(request.params.id),
   );
+}
 
+function importRoute(app: FastifyInstance, orders: Orders): void {
   app.post<IdRequest & { Body: { outcome: 'confirmed' | 'failed'; reference?: string; reason?: string } }>(
     '/orders/:id/import',
     {
@@ -92,4 +87,15 @@ export async function orderRoutes(app: FastifyInstance, { orders }: OrderRouteDe
       return reply.code(201).send(await orders.intake.recordImport({ source, orderId, ...request.body }));
     },
   );
+}
+
+/**
+ * Orders from payment providers: webhook intake, the normalized state with its raw history,
+ * re-normalizing one order, and recording the back office's import outcome.
+ */
+export async function orderRoutes(app: FastifyInstance, { orders }: OrderRouteDeps): Promise<void> {
+  intakeRoute(app, orders);
+  readRoute(app, orders);
+  renormalizeRoute(app, orders);
+  importRoute(app, orders);
 }
