@@ -27,6 +27,9 @@ export const intakeSection = {
 Targets: a round flat in the history, at most 1.3× from ${count(smallest)} to ${count(INTAKE.sizes.at(-1))} snapshots; intake ≥ 2,000 webhooks/s over 16 connections.
 `,
   notes: `
+Run alone: \`npm run build && DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node bench/run.js intake\` (about a
+minute here: most of it loads the histories).
+
 Histories of ${INTAKE.sizes.map(count).join(', ')} raw snapshots, ten per order (\`order:pied:<id>\` streams),
 inserted by SQL straight into a fresh bench schema's events table with the normalized order rows
 and the live checkpoint at their end (setup, not measured); then ${count(INTAKE.newSnapshots)} new webhook snapshots of as
