@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProviderFake, type ProviderFake } from '../../src/intake/provider-fake.js';
 import { startServer } from '../../src/server.js';
+import { schemaName } from '../support/databases.js';
 
 let provider: ProviderFake;
 beforeAll(async () => {
@@ -11,7 +12,9 @@ afterAll(() => provider.close());
 describe('serve with a provider configured', () => {
   it('polls the provider on its interval and stores each order on its pages', async () => {
     provider.setOrder({ orderId: '260074525', status: 'received', lastUpdate: new Date('2026-09-08T11:54:24.512Z') });
-    const server = await startServer({ port: 0, dataDir: 'memory://', logLevel: 'silent', providerUrl: provider.url, providerSource: 'pied', pollIntervalSeconds: 1 });
+    // On DATABASE_URL when it is set (startServer reads it), in a schema of its own.
+    const schema = schemaName();
+    const server = await startServer({ port: 0, dataDir: 'memory://', schema, logLevel: 'silent', providerUrl: provider.url, providerSource: 'pied', pollIntervalSeconds: 1 });
     try {
       let order;
       for (let i = 0; i < 60 && !order; i++) {
@@ -21,6 +24,7 @@ describe('serve with a provider configured', () => {
       expect(order?.history).toMatchObject([{ type: 'snapshot', snapshot: { channel: 'rest', lastUpdateText: '2026-09-08T08:54:24-03:00' } }]);
       expect(provider.pagesServed).toBeGreaterThanOrEqual(1);
     } finally {
+      await server.db.query(`drop schema "${schema}" cascade`).catch(() => undefined);
       await server.close();
     }
   });
