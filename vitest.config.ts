@@ -2,7 +2,13 @@ import { defineConfig } from 'vitest/config';
 
 // Suites that hold transactions open for seconds, or kill processes inside them: they hold back
 // every reader in the cluster, and would slow or fail the other suites' reads.
-const ALONE = ['test/store/gap.test.ts', 'test/outbox/relay-frontier.test.ts', 'test/outbox/relay-scale.test.ts', 'test/outbox/relay-crash.test.ts'];
+const ALONE = [
+  'test/store/gap.test.ts',
+  'test/intake/late-commit.test.ts',
+  'test/outbox/relay-frontier.test.ts',
+  'test/outbox/relay-scale.test.ts',
+  'test/outbox/relay-crash.test.ts',
+];
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: 'forks' as const };
 
 export default defineConfig({

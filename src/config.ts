@@ -40,6 +40,14 @@ export interface RastroOptions {
   outboxRetentionDays?: number;
   /** `delete` (bounded batches) or `daily-partitions` (whole days dropped). @defaultValue `RASTRO_OUTBOX_RETENTION`, else `delete` */
   outboxRetention?: 'delete' | 'daily-partitions';
+  /** Where "cancelled after import" alerts are posted. @defaultValue `RASTRO_ORDER_ALERT_URL`, else none (alerts wait, parked) */
+  orderAlertUrl?: string;
+  /** The payment provider's REST API that `rastro poll` and serve's poll loop page through. @defaultValue `RASTRO_PROVIDER_URL` */
+  providerUrl?: string;
+  /** The provider's name, the `source` of polled snapshots. @defaultValue `RASTRO_PROVIDER_SOURCE`, else `pied` */
+  providerSource?: string;
+  /** Seconds between polls in `rastro serve`; 0 = no poll loop. @defaultValue `RASTRO_POLL_INTERVAL_SECONDS`, else 0 */
+  pollIntervalSeconds?: number;
 }
 
 export interface RastroConfig {
@@ -62,6 +70,10 @@ export interface RastroConfig {
   readonly amqpExchange: string;
   readonly outboxRetentionDays: number;
   readonly outboxRetention: 'delete' | 'daily-partitions';
+  readonly orderAlertUrl: string | undefined;
+  readonly providerUrl: string | undefined;
+  readonly providerSource: string;
+  readonly pollIntervalSeconds: number;
 }
 
 const BROKER_URL = /^(nats|amqps?):\/\//;
@@ -96,12 +108,23 @@ function brokerOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
   } as const;
 }
 
+function parseHttpUrl(name: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^https?:\/\/[^\s]+$/.test(value)) throw new ConfigError(`${name} must be an http:// or https:// URL`);
+  return value.replace(/\/$/, '');
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 function parseCount(name: string, value: string | number, min: number): number {
   const n = typeof value === 'number' ? value : /^\d+$/.test(value) ? Number(value) : NaN;
   if (!Number.isSafeInteger(n) || n < min) throw new ConfigError(`${name} must be an integer of at least ${min}, got ${JSON.stringify(value)}`);
   return n;
+}
+
+function parseSource(value: string): string {
+  if (!/^[a-z0-9][a-z0-9_-]{0,39}$/.test(value)) throw new ConfigError(`RASTRO_PROVIDER_SOURCE must be 1 to 40 lowercase letters, digits, dashes or underscores, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 function parsePort(value: string | number): number {
@@ -138,5 +161,9 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     snapshotEvery: parseCount('RASTRO_SNAPSHOT_EVERY', options.snapshotEvery ?? (env.RASTRO_SNAPSHOT_EVERY || 100), 0),
     idempotencyTtlSeconds: parseCount('RASTRO_IDEMPOTENCY_TTL_SECONDS', options.idempotencyTtlSeconds ?? (env.RASTRO_IDEMPOTENCY_TTL_SECONDS || 86_400), 1),
     ...brokerOptions(options, env),
+    orderAlertUrl: parseHttpUrl('RASTRO_ORDER_ALERT_URL', options.orderAlertUrl ?? (env.RASTRO_ORDER_ALERT_URL || undefined)),
+    providerUrl: parseHttpUrl('RASTRO_PROVIDER_URL', options.providerUrl ?? (env.RASTRO_PROVIDER_URL || undefined)),
+    providerSource: parseSource(options.providerSource ?? (env.RASTRO_PROVIDER_SOURCE || 'pied')),
+    pollIntervalSeconds: parseCount('RASTRO_POLL_INTERVAL_SECONDS', options.pollIntervalSeconds ?? (env.RASTRO_POLL_INTERVAL_SECONDS || 0), 0),
   });
 }

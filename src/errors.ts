@@ -116,6 +116,20 @@ export class AccountNotFoundError extends RastroError {
   }
 }
 
+/** No order with that id: no snapshot of it was ever received. */
+export class OrderNotFoundError extends RastroError {
+  constructor(orderKey: string) {
+    super('RASTRO_ORDER_NOT_FOUND', `order ${JSON.stringify(orderKey)} does not exist: no snapshot of it was received`);
+  }
+}
+
+/** A provider's API answered with something rastro cannot use (an error status, a malformed page). */
+export class ProviderError extends RastroError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('RASTRO_PROVIDER', message, options);
+  }
+}
+
 /** A withdrawal above the balance replayed from the account's events. Nothing was written. */
 export class InsufficientFundsError extends RastroError {
   readonly balance: number;

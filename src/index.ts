@@ -59,3 +59,33 @@ export { createNatsConsumer, type NatsConsumerOptions } from './brokers/nats-con
 export { createAmqpConsumer, type AmqpConsumerOptions } from './brokers/amqp-consumer.js';
 export { openPublisher, openConsumer } from './brokers/open-broker.js';
 export { consumeIntoStore, eventIdOf, type Inbox, type InboxOptions, type InboxCounts } from './inbox/consume-into-store.js';
+export { projections, type ProjectionRow, type Projections } from './processing/projections.js';
+export { runLiveRound, type LiveRoundOptions } from './processing/live-round.js';
+export { replayStream, type StreamReplayOptions } from './processing/stream-replay.js';
+export { OrderNotFoundError, ProviderError } from './errors.js';
+export {
+  ORDER_STATUSES,
+  parseLastUpdate,
+  parseOrderSnapshot,
+  snapshotEventId,
+  orderStreamId,
+  orderKey,
+  type OrderSnapshot,
+  type OrderStatus,
+  type SnapshotChannel,
+} from './intake/order-snapshot.js';
+export { ORDER_SNAPSHOT, ORDER_IMPORT, type NormalizedOrder, type ImportOutcome, type ImportLifecycle } from './intake/order-state.js';
+export { snapshotIntake, type SnapshotIntake, type RecordedSnapshot } from './intake/snapshot-intake.js';
+export {
+  orderNormalizer,
+  ORDER_NORMALIZER,
+  ORDER_NORMALIZER_POLICY,
+  ORDER_PROJECTION,
+  CANCELLED_AFTER_IMPORT,
+  type OrderNormalizerOptions,
+  type CancelledAfterImportAlert,
+} from './intake/order-normalizer.js';
+export { createOrders, type Orders, type OrderView, type OrderHistoryEntry } from './intake/orders.js';
+export { orderAlertClient, type OrderAlertSender } from './intake/order-alerts.js';
+export { pollProvider, type PollOptions, type PollProgress } from './intake/provider-poller.js';
+export { startProviderFake, restTime, webhookTime, type ProviderFake, type ProviderOrder, type WebhookTarget } from './intake/provider-fake.js';

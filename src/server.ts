@@ -8,6 +8,9 @@ import { openDatabase } from './db/open-database.js';
 import { ConfigError } from './errors.js';
 import { buildApp } from './http/app.js';
 import { createIdempotencyKeys, type IdempotencyKeys } from './http/idempotency-keys.js';
+import { noAlertDestination, orderAlertClient, type OrderAlertSender } from './intake/order-alerts.js';
+import { createOrders, type Orders } from './intake/orders.js';
+import { pollProvider } from './intake/provider-poller.js';
 import { createEventStore, type EventStore } from './store/event-store.js';
 import { openPublisher } from './brokers/open-broker.js';
 import type { Publisher } from './brokers/message.js';
@@ -19,26 +22,52 @@ export interface Services {
   store: EventStore;
   ledger: AccountLedger;
   keys: IdempotencyKeys;
+  orders: Orders;
 }
 
-/** Wires the services of one rastro installation on a migrated database. */
-export function createServices(db: Database, config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'>): Services {
+/**
+ * Wires the services of one rastro installation on a migrated database. Order alerts go to
+ * `alert`, else to `orderAlertUrl`, else wait parked until a destination is set.
+ */
+export function createServices(
+  db: Database,
+  config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'> & { orderAlertUrl?: string },
+  options: { alert?: OrderAlertSender } = {},
+): Services {
   const store = createEventStore(db, { schema: config.schema });
   return {
     db,
     store,
     ledger: createAccountLedger(store, { snapshotEvery: config.snapshotEvery }),
     keys: createIdempotencyKeys(db, { schema: config.schema, ttlMs: config.idempotencyTtlSeconds * 1000 }),
+    orders: createOrders(store, { alert: options.alert ?? (config.orderAlertUrl ? orderAlertClient(config.orderAlertUrl) : noAlertDestination) }),
   };
 }
 
+/** serve's poll loop: one poll at a time, every `pollIntervalSeconds`, when a provider is configured. */
+function startPollLoop(config: RastroConfig, services: Services, log: FastifyInstance['log']): () => void {
+  if (!config.providerUrl || config.pollIntervalSeconds === 0) return () => undefined;
+  const baseUrl = config.providerUrl;
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    pollProvider(services.orders.intake, { source: config.providerSource, baseUrl })
+      .then((progress) => log.info({ source: config.providerSource, pages: progress.page, stored: progress.stored, rejected: progress.rejected.length }, 'provider polled'))
+      .catch((err: unknown) => log.warn({ error: { message: (err as Error).message, code: (err as { code?: unknown }).code } }, 'provider poll failed'))
+      .finally(() => (running = false));
+  }, config.pollIntervalSeconds * 1000);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 /** Opens the configured database (creating the PGlite folder if needed), migrates it, wires the services. */
-export async function openServices(config: RastroConfig): Promise<Services> {
+export async function openServices(config: RastroConfig, options: { alert?: OrderAlertSender } = {}): Promise<Services> {
   if (config.embedded && config.databaseUrl !== 'memory://') await mkdir(config.databaseUrl, { recursive: true });
   const db = await openDatabase({ url: config.databaseUrl });
   try {
     await migrate(db, { schema: config.schema });
-    const services = createServices(db, config);
+    const services = createServices(db, config, options);
     await services.store.assertTransactionIdsCurrent();
     return services;
   } catch (err) {
@@ -114,12 +143,14 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
   }, CLEANUP_INTERVAL_MS);
   cleanup.unref();
   let outbox: Awaited<ReturnType<typeof startOutbox>> | undefined;
+  const stopPolling = startPollLoop(config, services, app.log);
   try {
     outbox = await startOutbox(services, config, app.log);
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     clearInterval(cleanup);
     await outbox?.stop();
+    stopPolling();
     await app.close();
     await services.db.close();
     throw err;
@@ -137,6 +168,7 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
     async close() {
       clearInterval(cleanup);
       await outbox.stop();
+      stopPolling();
       await app.close();
       await services.db.close();
     },

@@ -7,9 +7,10 @@ import { migrate } from '../db/migrate.js';
 import { openDatabase } from '../db/open-database.js';
 import { openServices, startServer, type Services } from '../server.js';
 import { createEventStore } from '../store/event-store.js';
-import { runCommissionDemo } from './demo-command.js';
+import { runCommissionDemo, runOrderDemo } from './demo-command.js';
 import { UsageError } from './usage-error.js';
 import { consumeCommand, deadLettersCommand, outboxCommand, relayCommand, type OutboxCommandOptions } from './outbox-commands.js';
+import { cliAlertSender, normalizeCommand, ORDER_USAGE, ordersCommand, pollCommand, type OrderCommandOptions } from './order-commands.js';
 import { effectsCommand, liveCommand, parkedCommand, replayCommand, sweepCommand, type CommandOptions } from './processing-commands.js';
 
 const USAGE = `usage: rastro <command>
@@ -35,7 +36,13 @@ commands:
   outbox status | outbox parked list|retry|skip | outbox cleanup [--days N]
   consume         the inbox: append broker messages to the log, exactly once
   inbox dead-letters   messages the inbox could not store
+  poll <source> [--provider-url URL] [--page-size N]
+                  page through the provider's REST API and store each order as a snapshot
+  normalize [--once | --reset]
+                  run the order normalizer live, one round (--once), or reprocess everything (--reset)
+  orders renormalize <source>:<orderId>   re-run the normalizer over one order's raw snapshots
   demo commission run the commission story end to end on an embedded database
+  demo orders     run seed 004's order story end to end on an embedded database
 
   rastro <command> --help shows a command's usage; rastro --version the version
 
@@ -54,7 +61,11 @@ environment:
   RASTRO_SUBJECT_PREFIX, RASTRO_NATS_STREAM, RASTRO_NATS_DUPLICATE_WINDOW_SECONDS   (rastro, RASTRO, 120)
   RASTRO_AMQP_EXCHANGE            the RabbitMQ topic exchange (rastro)
   RASTRO_OUTBOX_RETENTION_DAYS    published messages kept this many days (7)
-  RASTRO_OUTBOX_RETENTION         delete | daily-partitions (delete)`;
+  RASTRO_OUTBOX_RETENTION         delete | daily-partitions (delete)
+  RASTRO_ORDER_ALERT_URL          where "cancelled after import" alerts are posted
+  RASTRO_PROVIDER_URL             the payment provider's REST API, for poll and serve's poll loop
+  RASTRO_PROVIDER_SOURCE          the provider's name in serve's poll loop (pied)
+  RASTRO_POLL_INTERVAL_SECONDS    serve polls the provider this often, 0 = never (0)`;
 
 async function serve(): Promise<void> {
   const server = await startServer();
@@ -69,10 +80,11 @@ async function serve(): Promise<void> {
   process.once('SIGTERM', shutdown);
 }
 
-async function withServices<T>(fn: (services: Services) => Promise<T>): Promise<T> {
-  const opened = await openServices(resolveConfig({ logLevel: 'silent' }));
+async function withServices<T>(fn: (services: Services, config: RastroConfig) => Promise<T>): Promise<T> {
+  const config = resolveConfig({ logLevel: 'silent' });
+  const opened = await openServices(config, { alert: cliAlertSender(config) });
   try {
-    return await fn(opened);
+    return await fn(opened, config);
   } finally {
     await opened.db.close();
   }
@@ -98,7 +110,7 @@ async function storeStatus({ store }: Services): Promise<void> {
   console.log(`oldest prepared transaction: ${delay.oldestPreparedMs === null ? 'none' : `${delay.oldestPreparedMs} ms`}`);
 }
 
-type Options = CommandOptions & OutboxCommandOptions;
+type Options = CommandOptions & OutboxCommandOptions & OrderCommandOptions;
 
 interface Command {
   usage: string;
@@ -106,7 +118,7 @@ interface Command {
 }
 
 const withStore = (fn: (store: Services['store'], config: RastroConfig) => Promise<void>) =>
-  withServices((services) => fn(services.store, resolveConfig({ logLevel: 'silent' })));
+  withServices((services, config) => fn(services.store, config));
 
 const COMMANDS: Record<string, Command> = {
   serve: { usage: 'rastro serve\n\nmigrate, then serve the HTTP API and run an outbox relay (RASTRO_RELAY=off: no relay)', run: () => serve() },
@@ -162,6 +174,16 @@ rastro outbox cleanup [--days N]        delete published messages older than N d
   },
   'inbox dead-letters': { usage: 'rastro inbox dead-letters [--limit N] [--json]\n\nmessages the inbox could not store, with the reason', run: (_args, options) => withStore((store) => deadLettersCommand(store, options)) },
   'demo commission': { usage: 'rastro demo commission\n\nthe commission story end to end on an embedded database', run: () => runCommissionDemo() },
+  poll: { usage: ORDER_USAGE.poll, run: (args, options) => withServices((services, config) => pollCommand(services, config, args, options)) },
+  normalize: { usage: ORDER_USAGE.normalize, run: (args, options) => withServices((services) => normalizeCommand(services, args, options)) },
+  orders: { usage: ORDER_USAGE.orders, run: (args) => withServices((services) => ordersCommand(services, args)) },
+  'demo orders': {
+    usage: ORDER_USAGE.demo,
+    run: async (args) => {
+      if (args.length > 0) throw new UsageError(`unexpected argument ${args[0]}`, ORDER_USAGE.demo);
+      return runOrderDemo();
+    },
+  },
 };
 
 const OPTIONS = {
@@ -185,6 +207,10 @@ const OPTIONS = {
   relay: { type: 'string' },
   queue: { type: 'string' },
   durable: { type: 'string' },
+  once: { type: 'boolean' },
+  reset: { type: 'boolean' },
+  'provider-url': { type: 'string' },
+  'page-size': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;
@@ -211,13 +237,16 @@ async function main(argv: string[]): Promise<void> {
   const twoWords = `${command} ${sub}`;
   const name = COMMANDS[twoWords] ? twoWords : COMMANDS[command] ? command : undefined;
   if (!name) throw new UsageError(`unknown command ${positionals.join(' ')}`);
-  if (values.help) return void console.log(`usage: ${COMMANDS[name]!.usage}`);
+  if (values.help) {
+    const usage = COMMANDS[name]!.usage;
+    return void console.log(usage.startsWith('usage:') ? usage : `usage: ${usage}`);
+  }
   return COMMANDS[name]!.run(positionals.slice(name.split(' ').length), values);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof UsageError) {
-    console.error(`rastro: ${err.message} (rastro --help lists the commands and options)`);
+    console.error(err.usage ? `rastro: ${err.message}\n\n${err.usage}` : `rastro: ${err.message} (rastro --help lists the commands and options)`);
     process.exit(2);
   }
   if (err instanceof RastroError) console.error(`rastro: ${err.message} [${err.code}]`);

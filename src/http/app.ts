@@ -3,9 +3,11 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { AccountLedger } from '../accounts/account-ledger.js';
 import type { Database } from '../db/database.js';
+import type { Orders } from '../intake/orders.js';
 import type { EventStore } from '../store/event-store.js';
 import { accountRoutes } from './account-routes.js';
 import { bearerAuth } from './auth.js';
+import { orderRoutes } from './order-routes.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
 
@@ -14,6 +16,8 @@ export interface AppDeps {
   store: EventStore;
   ledger: AccountLedger;
   keys: IdempotencyKeys;
+  /** Order intake and normalized orders; without it the order routes are not served. */
+  orders?: Orders;
   /** When set, every route but /healthz needs `Authorization: Bearer <apiKey>`. */
   apiKey?: string;
   /** Fastify's logger option: false, or pino options such as `{ level: 'info' }`. @defaultValue false */
@@ -69,7 +73,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addSchema(problemSchema);
   await app.register(swagger, {
     openapi: {
-      info: { title: 'rastro', version: '0.1.0', description: 'Account ledger on an append-only event log.' },
+      info: { title: 'rastro', version: '0.1.0', description: 'Account ledger and payment-provider order intake on an append-only event log.' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: deps.apiKey ? [{ bearer: [] }] : [],
     },
@@ -86,5 +90,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
   await app.register(accountRoutes, { db: deps.db, ledger: deps.ledger, keys: deps.keys });
+  if (deps.orders) await app.register(orderRoutes, { orders: deps.orders });
   return app;
 }

@@ -10,8 +10,11 @@ export type EffectOutcome<Result = unknown> =
   | { status: 'would-apply' }
   | { status: 'uncertain'; error: string };
 
-/** The guard of a state write: the event's aggregate version, or the source's observation time. */
-export type UpsertGuard = { version: number } | { observedAt: Date };
+/**
+ * The guard of a state write: the event's aggregate version, or the source's observation time.
+ * `observedAt: null` (the source did not say) applies and keeps the stored observation.
+ */
+export type UpsertGuard = { version: number } | { observedAt: Date | null };
 
 /** What a handler gets besides its event. */
 export interface HandlerContext {
@@ -28,7 +31,8 @@ export interface HandlerContext {
   effect<Result>(effectType: string, call: (idempotencyKey: string) => Promise<Result>): Promise<EffectOutcome<Result>>;
   /**
    * Writes `doc` at `projection`/`key` unless the stored row was written at a newer version (or
-   * a later observation, truncated to the second; ties apply). Resolves to whether it applied.
+   * a later observation, truncated to the second; ties apply; a null observation on either side
+   * applies and the stored one is kept). Resolves to whether it applied.
    */
   upsert(projection: string, key: string, doc: Record<string, unknown>, guard: UpsertGuard): Promise<boolean>;
   /**

@@ -109,15 +109,20 @@ export function processingSql(s: string) {
     probe: `select k.i::int as i, p.doc, p.version, p.observed_at
       from json_array_elements($1::json) with ordinality as k(pair, i)
       join ${s}.projections p on p.projection = k.pair->>0 and p.key = k.pair->>1`,
-    /** Guarded upsert of many rows; returns the rows that applied. */
+    /**
+     * Guarded upsert of many rows; returns the rows that applied. A row with a version is
+     * version-guarded; one without is recency-guarded: it applies when either observation is null
+     * or the stored one is not in a later second, and a null observation keeps the stored one.
+     */
     upsert: `insert into ${s}.projections (projection, key, doc, version, observed_at, event_id)
       select * from unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[], $5::timestamptz[], $6::uuid[])
       -- One lock order for every runner: a live run and a replay writing the same rows queue.
       order by 1, 2
       on conflict (projection, key) do update
-        set doc = excluded.doc, version = excluded.version, observed_at = excluded.observed_at, event_id = excluded.event_id, updated_at = now()
+        set doc = excluded.doc, version = excluded.version, event_id = excluded.event_id, updated_at = now(),
+            observed_at = case when excluded.version is null then coalesce(excluded.observed_at, ${s}.projections.observed_at) else excluded.observed_at end
         where (excluded.version is not null and (${s}.projections.version is null or ${s}.projections.version <= excluded.version))
-           or (excluded.observed_at is not null and (${s}.projections.observed_at is null
+           or (excluded.version is null and (excluded.observed_at is null or ${s}.projections.observed_at is null
                or date_trunc('second', ${s}.projections.observed_at) <= date_trunc('second', excluded.observed_at)))
       returning projection, key`,
     saveDiffs: `insert into ${s}.replay_diffs (run_id, projection, key, before, after)

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/database.js';
 import type { Suspended } from './batch.js';
-import { guardAllows, type GuardValues } from './guards.js';
+import { guardAfter, guardAllows, type GuardValues } from './guards.js';
 import type { Counters, RunContext } from './run-context.js';
 
 /** A state write a handler asked for. `order` is its place in the batch: event order, then call order. */
@@ -13,6 +13,8 @@ export interface StateWrite {
   key: string;
   doc: Record<string, unknown>;
   guard: GuardValues;
+  /** What the probe answered the handler: false when the stored row (or an earlier write) is newer. */
+  applies?: boolean;
 }
 
 export interface ProbeRequest extends Suspended<boolean> {
@@ -87,8 +89,10 @@ export class StateBuffer {
 
   private consider(write: StateWrite): boolean {
     const stored = this.stored.get(write.id) ?? undefined;
-    const applies = guardAllows(this.latest.get(write.id) ?? stored, write.guard);
-    if (applies) this.latest.set(write.id, write.guard);
+    const current = this.latest.get(write.id) ?? stored;
+    const applies = guardAllows(current, write.guard);
+    write.applies = applies;
+    if (applies) this.latest.set(write.id, guardAfter(current, write.guard));
     // Simulate: a key whose stored row is newer than the event, or that would not change, is not a difference.
     if (this.run.simulate && guardAllows(stored, write.guard) && !(stored && sameJson(stored.doc, write.doc))) {
       this.diffs.set(write.id, { projection: write.projection, key: write.key, before: stored?.doc ?? null, after: write.doc });
@@ -103,10 +107,16 @@ export class StateBuffer {
   prepareCommit(writes: StateWrite[], counters: Counters): ((tx: Queryable) => Promise<void>) | undefined {
     if (this.run.simulate) return this.diffs.size > 0 ? (tx) => this.commitDiffs(tx) : undefined;
     if (writes.length === 0) return undefined;
+    // The winning write per key, with the guard it leaves: a recency write without a time keeps
+    // the time of the write it replaced in the batch (the SQL keeps the stored one).
     const winners = new Map<string, StateWrite>();
     for (const write of writes.sort((a, b) => a.order - b.order)) {
+      // A write the handler was told did not apply stays out: after a write without a time it
+      // would win here (null applies), then lose in SQL to the stored row, and take that write with it.
+      if (write.applies === false) continue;
       const current = winners.get(write.id);
-      if (!current || guardAllows(current.guard, write.guard)) winners.set(write.id, write);
+      if (!current) winners.set(write.id, write);
+      else if (guardAllows(current.guard, write.guard)) winners.set(write.id, { ...write, guard: guardAfter(current.guard, write.guard) });
     }
     // A write that would store what is already there (same guard, same document) is left out:
     // the upsert would still lock and rewrite the row. A replay of unchanged code hits this.
@@ -114,7 +124,8 @@ export class StateBuffer {
     const chosen: StateWrite[] = [];
     for (const write of winners.values()) {
       const stored = this.stored.get(write.id);
-      const same = !!stored && stored.version === write.guard.version && stored.observedAt?.getTime() === write.guard.observedAt?.getTime() && sameJson(stored.doc, write.doc);
+      const guard = stored ? guardAfter(stored, write.guard) : write.guard;
+      const same = !!stored && stored.version === guard.version && stored.observedAt?.getTime() === guard.observedAt?.getTime() && sameJson(stored.doc, write.doc);
       if (same) unchanged++;
       else chosen.push(write);
     }

@@ -10,8 +10,8 @@ function snapshotProcessor(answers: boolean[]) {
     name: 'snapshots',
     handlers: {
       'charge.snapshot': async (event, ctx) => {
-        const { chargeId, status, observedAt } = event.data as { chargeId: string; status: string; observedAt: string };
-        answers.push(await ctx.upsert('charge', chargeId, { status }, { observedAt: new Date(observedAt) }));
+        const { chargeId, status, observedAt } = event.data as { chargeId: string; status: string; observedAt: string | null };
+        answers.push(await ctx.upsert('charge', chargeId, { status }, { observedAt: observedAt === null ? null : new Date(observedAt) }));
       },
     },
   });
@@ -39,6 +39,73 @@ describe.each(backends())('the recency guard on $name', (backend) => {
     await runReplay(snapshotProcessor(answers), { store, runId: 'r2', policy: {}, fromPosition: (await store.readAll()).at(-1)!.position });
     expect(answers.at(-1)).toBe(false);
     expect((await db.query<{ doc: { status: string } }>(`select doc from "${schema}".projections where key = 'ch_1'`)).rows[0]!.doc.status).toBe('refunded');
+  });
+
+  it('answers applied for an earlier millisecond of the same second: the comparison is by whole seconds', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const snapshot = (status: string, observedAt: string) => ({ type: 'charge.snapshot', data: { chargeId: 'ch_1', status, observedAt } });
+    await store.append('charge-ch_1', [snapshot('paid', '2026-09-08T11:54:24.512Z'), snapshot('paid-with-invoice', '2026-09-08T11:54:24.000Z')]);
+    const answers: boolean[] = [];
+    await runReplay(snapshotProcessor(answers), { store, runId: 'r', policy: {} });
+    expect(answers).toEqual([true, true]);
+  });
+
+  it('applies a write without an observation and keeps the stored one, in one batch and across batches', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const snapshot = (status: string, observedAt: string | null) => ({ type: 'charge.snapshot', data: { chargeId: 'ch_1', status, observedAt } });
+    const stored = async () =>
+      (await db.query<{ doc: { status: string }; observed_at: Date | null }>(`select doc, observed_at from "${schema}".projections where key = 'ch_1'`)).rows[0]!;
+    await store.append('charge-ch_1', [snapshot('requested', null), snapshot('paid', '2026-10-14T10:00:05.700Z'), snapshot('paid-with-invoice', null)]);
+    const answers: boolean[] = [];
+    await runReplay(snapshotProcessor(answers), { store, runId: 'r1', policy: {} });
+    // Null on either side applies; the null write did not clear the reference.
+    expect(answers).toEqual([true, true, true]);
+    expect(await stored()).toMatchObject({ doc: { status: 'paid-with-invoice' }, observed_at: new Date('2026-10-14T10:00:05.700Z') });
+
+    // In later batches: a null write applies and keeps the reference, so an older one is still refused.
+    const from = (await store.readAll()).at(-1)!.position + 1;
+    await store.append('charge-ch_1', [snapshot('touched', null)]);
+    await runReplay(snapshotProcessor(answers), { store, runId: 'r2', policy: {}, fromPosition: from });
+    await store.append('charge-ch_1', [snapshot('cancelled', '2026-10-14T10:00:04.999Z')]);
+    await runReplay(snapshotProcessor(answers), { store, runId: 'r3', policy: {}, fromPosition: from + 1 });
+    expect(answers.slice(3)).toEqual([true, false]);
+    expect(await stored()).toMatchObject({ doc: { status: 'touched' }, observed_at: new Date('2026-10-14T10:00:05.700Z') });
+  });
+
+  it('keeps a write without an observation when a stale write to the same row follows it in the batch', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const snapshot = (status: string, observedAt: string | null) => ({ type: 'charge.snapshot', data: { chargeId: 'ch_1', status, observedAt } });
+    await store.append('charge-ch_1', [snapshot('paid', '2026-10-14T10:00:05.000Z')]);
+    const answers: boolean[] = [];
+    await runReplay(snapshotProcessor(answers), { store, runId: 'r1', policy: {} });
+    const from = (await store.readAll()).at(-1)!.position + 1;
+    await store.append('charge-ch_1', [snapshot('paid-and-imported', null), snapshot('cancelled', '2026-10-14T10:00:01.000Z')]);
+    await runReplay(snapshotProcessor(answers), { store, runId: 'r2', policy: {}, fromPosition: from });
+    expect(answers).toEqual([true, true, false]);
+    const { rows } = await db.query<{ doc: { status: string } }>(`select doc from "${schema}".projections where key = 'ch_1'`);
+    expect(rows[0]!.doc.status).toBe('paid-and-imported');
+  });
+
+  it('keeps the reference in SQL when the probe did not see the stored row', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    await store.append('charge-ch_1', [{ type: 'charge.snapshot', data: { chargeId: 'ch_1', status: 'later', observedAt: null } }]);
+    // A concurrent writer stored an observation after this run probed: the upsert itself must keep it.
+    const racing = defineProcessor({
+      name: 'racing',
+      handlers: {
+        'charge.snapshot': async (_event, ctx) => {
+          await ctx.upsert('charge', 'ch_1', { status: 'later' }, { observedAt: null });
+          await db.query(`insert into "${schema}".projections (projection, key, doc, observed_at) values ('charge', 'ch_1', '{"status":"first"}', '2026-10-14T10:00:05.7Z')`);
+        },
+      },
+    });
+    await runReplay(racing, { store, runId: 'race', policy: {} });
+    const { rows } = await db.query<{ doc: { status: string }; observed_at: Date }>(`select doc, observed_at from "${schema}".projections where key = 'ch_1'`);
+    expect(rows[0]).toMatchObject({ doc: { status: 'later' }, observed_at: new Date('2026-10-14T10:00:05.700Z') });
   });
 
   it('rejects an invalid guard as a handler error and parks the event', async () => {
