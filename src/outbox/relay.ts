@@ -2,18 +2,17 @@ import type { Publisher } from '../brokers/message.js';
 import { quoteSchema } from '../db/schema-name.js';
 import type { Queryable } from '../db/database.js';
 import { ValidationError } from '../errors.js';
-import { holdParkedStreams, parkedHoldKey, ParkedStreamReleasedError } from '../processing/parked-streams.js';
-import { saveProgress } from '../processing/progress.js';
+import { parkedHoldKey, ParkedStreamReleasedError } from '../processing/parked-streams.js';
 import { isAfter, loadCheckpoints } from '../processing/read-batch.js';
 import { openRunnerSession } from '../processing/runner-session.js';
 import { Counters } from '../processing/run-context.js';
 import { PartitionLeases, partitionLockName } from '../processing/runners/partition-leases.js';
 import { startTailLoop } from '../processing/runners/tail-loop.js';
 import { processingSql, type ProcessingSql } from '../processing/sql.js';
-import type { LogCheckpoint } from '../store/event.js';
 import type { EventStore } from '../store/event-store.js';
-import { publishBatch, type PublishedBatch, type RelayCounter } from './publish-batch.js';
-import { eventLogSource, outboxSource, type EventLogSelection, type RelayMessage, type RelaySource } from './relay-source.js';
+import { publishBatch, type RelayCounter } from './publish-batch.js';
+import { commitRelayBatch } from './relay-commit.js';
+import { eventLogSource, outboxSource, type EventLogSelection, type RelaySource } from './relay-source.js';
 
 export interface RelayOptions {
   store: EventStore;
@@ -55,21 +54,6 @@ const NAME = /^[a-z0-9][a-z0-9_.-]{0,99}$/;
 
 export const relayRunId = (name: string) => `relay:${name}`;
 
-/** The run's checkpoint for each partition after an interrupted batch: past its messages the broker has, up to the first it does not. */
-function donePrefix(messages: RelayMessage[], batch: PublishedBatch, owned: number[], last: LogCheckpoint): Map<number, LogCheckpoint | undefined> {
-  const through = new Map<number, LogCheckpoint | undefined>(owned.map((partition) => [partition, last]));
-  const stopped = new Set<number>();
-  let previous = new Map<number, LogCheckpoint>();
-  for (const [i, message] of messages.entries()) {
-    if (stopped.has(message.partition)) continue;
-    if (batch.states[i] === 'unsent') {
-      stopped.add(message.partition);
-      through.set(message.partition, previous.get(message.partition));
-    } else previous.set(message.partition, message);
-  }
-  return through;
-}
-
 async function registerRun(db: Queryable, sql: ProcessingSql, runId: string, name: string, source: RelaySource, count: number): Promise<void> {
   const { rows: existing } = await db.query<{ mode: string; source: string | null }>(sql.getRun, [runId]);
   const found = existing[0];
@@ -107,7 +91,6 @@ export async function runRelay(options: RelayOptions): Promise<Relay> {
   const sql = processingSql(quoteSchema(store.schema));
   const source = options.events ? eventLogSource(db, store.schema, options.events) : outboxSource(db, store.schema);
   const runId = relayRunId(name);
-  const run = { sql, runId };
   const holdKey = parkedHoldKey(store.schema, runId);
   const settings = { publisher, maxInFlight: options.maxInFlight ?? 256, maxAttempts: options.maxAttempts ?? 5, retryDelayMs: options.retryDelayMs ?? 100 };
   const limit = options.batchSize ?? 1000;
@@ -115,41 +98,6 @@ export async function runRelay(options: RelayOptions): Promise<Relay> {
   const runner = await openRunnerSession(db, sql);
   const leases = new PartitionLeases(runner, sql, partitionLockName(store.schema, runId), runId, count);
   const counters = new Counters<RelayCounter>();
-
-  async function commit(messages: RelayMessage[], batch: PublishedBatch, blocked: Set<string>, owned: number[], last: LogCheckpoint): Promise<void> {
-    const through = batch.interruption === undefined ? new Map(owned.map((p) => [p, last] as const)) : donePrefix(messages, batch, owned, last);
-    const parked = messages.flatMap((message, i) => {
-      const state = batch.states[i];
-      const cp = through.get(message.partition);
-      return (state === 'failed' || state === 'waiting') && cp && !isAfter(message, cp) ? [{ message, state, error: batch.errors[i] }] : [];
-    });
-    batch.counters.add('parked', parked.length);
-    const held = [...new Set(parked.filter((p) => p.state === 'waiting' && blocked.has(p.message.aggregateKey)).map((p) => p.message.aggregateKey))];
-    await db.transaction(async (tx) => {
-      await holdParkedStreams(tx, sql, holdKey, runId, held);
-      if (parked.length > 0) {
-        await tx.query(sql.parkMany, [
-          name, runId, parked.map((p) => p.message.message.id), parked.map((p) => p.message.aggregateKey), parked.map((p) => p.message.position),
-          parked.map((p) => p.state), parked.map((p) => p.error),
-        ]);
-      }
-      // One statement per distinct checkpoint: one in all for a batch that was not interrupted.
-      const groups = new Map<string, { cp: LogCheckpoint; partitions: number[] }>();
-      for (const [partition, cp] of through) {
-        if (!cp) continue;
-        const key = `${cp.txOrder}:${cp.position}`;
-        const group = groups.get(key) ?? groups.set(key, { cp, partitions: [] }).get(key)!;
-        group.partitions.push(partition);
-      }
-      let counted = false;
-      for (const { cp, partitions } of groups.values()) {
-        await saveProgress(run, tx, counted ? new Counters() : batch.counters, { partitions, at: () => cp }, cp);
-        counted = true;
-      }
-      if (!counted) await saveProgress(run, tx, batch.counters, { partitions: [], at: () => last }, last);
-    });
-    for (const [counter, value] of batch.counters.entries()) counters.add(counter, value);
-  }
 
   async function step(): Promise<boolean> {
     await leases.rebalance();
@@ -168,7 +116,8 @@ export async function runRelay(options: RelayOptions): Promise<Relay> {
     const blocked = new Set(blockedRows.rows.map((row) => row.stream_id));
     const batch = await publishBatch(messages, blocked, settings);
     try {
-      await commit(messages, batch, blocked, owned, last);
+      await commitRelayBatch({ db, sql, name, runId, holdKey }, { messages, batch, blocked, owned, last });
+      for (const [counter, value] of batch.counters.entries()) counters.add(counter, value);
     } catch (err) {
       // A retry lifted a block this batch parked messages behind: read again (republishing, with the same ids).
       if (err instanceof ParkedStreamReleasedError) return true;
