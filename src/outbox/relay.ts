@@ -7,7 +7,7 @@ import { isAfter, loadCheckpoints } from '../processing/read-batch.js';
 import { openRunnerSession } from '../processing/runner-session.js';
 import { Counters } from '../processing/run-context.js';
 import { PartitionLeases, partitionLockName } from '../processing/runners/partition-leases.js';
-import { startTailLoop } from '../processing/runners/tail-loop.js';
+import { startLeasedLoop } from '../processing/runners/leased-loop.js';
 import { processingSql, type ProcessingSql } from '../processing/sql.js';
 import type { EventStore } from '../store/event-store.js';
 import { publishBatch, type RelayCounter } from './publish-batch.js';
@@ -127,14 +127,8 @@ export async function runRelay(options: RelayOptions): Promise<Relay> {
     return read.length === limit;
   }
 
-  try {
-    await leases.rebalance(true);
-  } catch (err) {
-    await runner.close();
-    throw err;
-  }
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
-  const loop = startTailLoop({
+  const loop = await startLeasedLoop(runner, leases, {
     db,
     channels: [source.channel],
     pollIntervalMs,
@@ -142,15 +136,11 @@ export async function runRelay(options: RelayOptions): Promise<Relay> {
     maxBackoffMs: options.maxBackoffMs ?? 5000,
     step,
     onError: options.onError,
-    async cleanup() {
-      await leases.releaseAll();
-      await runner.close();
-    },
   });
   return {
     runId,
     get partitions() {
-      return [...leases.owned];
+      return loop.partitions;
     },
     counters,
     stop: () => loop.stop(),

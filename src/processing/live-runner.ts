@@ -11,7 +11,7 @@ import { saveProgress, type Checkpointing } from './progress.js';
 import { isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
 import { openRunnerSession } from './runner-session.js';
 import { PartitionLeases, partitionLockName } from './runners/partition-leases.js';
-import { startTailLoop } from './runners/tail-loop.js';
+import { startLeasedLoop } from './runners/leased-loop.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
 
@@ -113,11 +113,7 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
   }
 
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
-  await leases.rebalance(true).catch(async (err: unknown) => {
-    await runner.close();
-    throw err;
-  });
-  const loop = startTailLoop({
+  const loop = await startLeasedLoop(runner, leases, {
     db,
     channels: [eventsChannel(store.schema)],
     pollIntervalMs,
@@ -126,16 +122,11 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     step,
     chores: [{ intervalMs: 60_000, run: () => sweepAbandonedReservations(db, sql, run.leaseMs, runner.token).then(() => undefined) }],
     onError: options.onError,
-    async cleanup() {
-      await leases.releaseAll();
-      await runner.close();
-    },
   });
-
   return {
     runId,
     get partitions() {
-      return [...leases.owned];
+      return loop.partitions;
     },
     counters,
     stop: () => loop.stop(),
