@@ -56,7 +56,7 @@ export function subscribeToLog({ db, schema, read, after, handler, options = {} 
           events = await read(checkpoint, batchSize);
         } catch (err) {
           options.onReadError?.(err);
-          await wakeUp.sleep(pollIntervalMs);
+          await wakeUp.sleep(pollIntervalMs, { backoff: true });
           continue;
         }
         for (const event of events) {

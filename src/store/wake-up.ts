@@ -1,17 +1,19 @@
 /**
  * A wait that a notification or a stop cuts short: what every tailing loop sleeps on between
  * reads. A notification that arrives while the loop is reading is kept, so the next wait returns
- * at once instead of missing it.
+ * at once instead of missing it. A backoff after a failure is cut short only by a stop: new work
+ * arriving is no reason to try a broker or database that just failed again sooner.
  */
 export class WakeUp {
   private notified = false;
   private stopped = false;
   private wake: (() => void) | undefined;
+  private waitingOut = false;
 
-  /** A notification arrived: the current or next wait ends now. */
+  /** A notification arrived: the current or next wait ends now, unless it is a backoff. */
   readonly signal = (): void => {
     this.notified = true;
-    this.wake?.();
+    if (!this.waitingOut) this.wake?.();
   };
 
   /** Forgets notifications seen so far; call before reading. */
@@ -29,12 +31,15 @@ export class WakeUp {
     return this.stopped;
   }
 
-  sleep(ms: number): Promise<void> {
+  /** Waits `ms`, or less when notified (`backoff: true`: only a stop ends it early). */
+  sleep(ms: number, { backoff = false } = {}): Promise<void> {
     return new Promise<void>((resolve) => {
-      if (this.notified || this.stopped) return resolve();
+      if (this.stopped || (this.notified && !backoff)) return resolve();
+      this.waitingOut = backoff;
       const finish = () => {
         clearTimeout(timer);
         this.wake = undefined;
+        this.waitingOut = false;
         resolve();
       };
       const timer = setTimeout(finish, ms);

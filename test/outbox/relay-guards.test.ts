@@ -55,6 +55,30 @@ describe.each(backends())('relay guards on $name', (backend) => {
     }
   });
 
+  it('backs off through an outage even while new messages keep waking it', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    let attempts = 0;
+    const down: Publisher = {
+      kind: 'memory',
+      async publish() {
+        attempts++;
+        throw new Error('connection lost');
+      },
+      async close() {},
+    };
+    await write(store, 'a0', 0);
+    await relay({ store, publisher: down, backoffMs: 200, maxBackoffMs: 400 });
+    // A write every 20 ms for 1.2 s, all to one aggregate (one publish per attempt): each one notifies the relay.
+    for (let n = 1; n <= 60; n++) {
+      await write(store, 'a0', n);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    // Backoff of 200, 400, 400… ms: a handful of attempts, not one per notification.
+    expect(attempts).toBeGreaterThanOrEqual(2);
+    expect(attempts).toBeLessThanOrEqual(8);
+  });
+
   it('publishes each message once with two relays of one name sharing the partitions', async () => {
     const { db, schema } = await freshSchema(backend);
     const store = createEventStore(db, { schema });

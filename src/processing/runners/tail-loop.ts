@@ -56,8 +56,7 @@ export function startTailLoop(options: TailLoopOptions): TailLoop {
         } catch (err) {
           options.onError?.(err);
           failures++;
-          wakeUp.reset();
-          await wakeUp.sleep(Math.min(options.maxBackoffMs, options.backoffMs * 2 ** (failures - 1)));
+          await wakeUp.sleep(Math.min(options.maxBackoffMs, options.backoffMs * 2 ** (failures - 1)), { backoff: true });
         }
       }
     } finally {
