@@ -65,21 +65,16 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
   const db = store.db;
   const sql = processingSql(quoteSchema(store.schema));
   const runId = `live:${processor.name}`;
+  const { rows } = await db.query<{ partitions: number | null }>(sql.startRun, [runId, processor.name, 'live', false, JSON.stringify(policy), null, null, null, null, null, null, count]);
+  const fixed = rows[0]?.partitions;
+  if (fixed !== null && fixed !== undefined && fixed !== count) {
+    throw new ValidationError('partitions', `the live run of ${processor.name} has ${fixed} partitions, fixed when it started; pass ${fixed}`);
+  }
   const runner = await openRunnerSession(db, sql);
   const run: RunContext = {
     db, sql, schema: store.schema, processor, runId, mode: 'live', simulate: false, policy,
     ownerToken: runner.token, leaseMs: options.leaseMs ?? 5 * 60_000, effectConcurrency: options.effectConcurrency ?? 32,
   };
-  try {
-    const { rows } = await db.query<{ partitions: number | null }>(sql.startRun, [runId, processor.name, 'live', false, JSON.stringify(policy), null, null, null, null, null, null, count]);
-    const fixed = rows[0]?.partitions;
-    if (fixed !== null && fixed !== undefined && fixed !== count) {
-      throw new ValidationError('partitions', `the live run of ${processor.name} has ${fixed} partitions, fixed when it started; pass ${fixed}`);
-    }
-  } catch (err) {
-    await runner.close();
-    throw err;
-  }
   const leases = new PartitionLeases(runner, sql, partitionLockName(store.schema, processor.name), processor.name, count);
   const counters = new Counters();
 

@@ -58,7 +58,7 @@ export function parkedEvents(store: EventStore) {
    * Each event is unparked in the transaction that handles it; a new failure parks it again
    * there, and the retry stops. Events parked behind the stream while it ran are retried too.
    */
-  async function retryStream(processor: Processor, runId: string, streamId: string): Promise<{ handled: number; stillParked: number }> {
+  async function retryStream(processor: Processor, runId: string, streamId: string, skip?: string): Promise<{ handled: number; stillParked: number }> {
     const { rows: runs } = await db.query<{ mode: 'live' | 'replay'; simulate: boolean; policy: unknown }>(sql.getRun, [runId]);
     const info = runs[0];
     if (!info) throw new ValidationError('runId', `no run ${runId}`);
@@ -71,6 +71,7 @@ export function parkedEvents(store: EventStore) {
     try {
       const release = await holdParkedStreamForRetry(runner.session, sql, parkedHoldKey(store.schema, runId), streamId);
       try {
+        if (skip) await db.query(sql.unparkMany, [runId, [skip]]);
         const parkedIds = async () => (await db.query<{ event_id: string }>(sql.parkedOfStream, [runId, streamId])).rows.map((row) => row.event_id);
         const tried = new Set<string>();
         for (;;) {
@@ -109,8 +110,7 @@ export function parkedEvents(store: EventStore) {
     /** Gives up on one event (it is never handled), then retries the rest of its stream. */
     async skip(processor: Processor, eventId: string) {
       const parked = await find(eventId);
-      await db.query(sql.unpark, [parked.run_id, eventId]);
-      return retryStream(processor, parked.run_id, parked.stream_id);
+      return retryStream(processor, parked.run_id, parked.stream_id, eventId);
     },
   };
 }

@@ -178,7 +178,6 @@ export function processingSql(s: string) {
     listParked: `select processor, run_id, event_id, stream_id, position, reason, error, parked_at from ${s}.parked_events
       where ($1::text is null or run_id = $1) order by run_id, stream_id, position limit $2`,
     parkedOfStream: `select event_id from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`,
-    unpark: `delete from ${s}.parked_events where run_id = $1 and event_id = $2`,
     parkedEvent: `select processor, run_id, stream_id from ${s}.parked_events where event_id = $1`,
     /**
      * The hold on a run's parked stream ($1 `<schema>:<run id>`, $2 the streams, taken in one

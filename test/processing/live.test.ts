@@ -99,6 +99,17 @@ describe.each(backends())('live runs on $name', (backend) => {
     expect(handled).toEqual(['after']);
   });
 
+  it('refuses to start with another partition count than the live run was started with, before taking any', async () => {
+    const store = await storeOn(backend);
+    const processor = commissionProcessor(sellerNotifierClient(files.notifier().url));
+    const first = await runLive(processor, { store, policy: keep, pollIntervalMs: 50, partitions: 4 });
+    await first.stop();
+    await expect(runLive(processor, { store, policy: keep, partitions: 8 })).rejects.toMatchObject({ code: 'RASTRO_VALIDATION', field: 'partitions' });
+    const again = await runLive(processor, { store, policy: keep, pollIntervalMs: 50, partitions: 4 });
+    expect(again.partitions).toHaveLength(4);
+    await again.stop();
+  });
+
   it('runs custom SQL from ctx.tx in the batch transaction', async () => {
     const store = await storeOn(backend);
     await store.db.query(`create table "${store.schema}".audit (event_id uuid primary key, note text)`);

@@ -99,5 +99,16 @@ describe.skipIf(!postgres)('reading past open transactions on real PostgreSQL', 
     const next = await store.readAll({ after: first });
     expect(next.map((event) => event.streamId)).toEqual(['new']);
   });
-});
 
+  it('sees a restore in the outbox too: an outbox row from another cluster is refused, then rebased past', async () => {
+    const { db, schema } = await freshSchema(postgres!);
+    const store = createEventStore(db, { schema });
+    await db.query(
+      `insert into "${schema}".outbox (tx_order, id, aggregate_type, aggregate_id, type, payload)
+       values (pg_current_xact_id()::text::bigint + 1000000000, gen_random_uuid(), 'order', 'restored', 'T', '{}')`,
+    );
+    await expect(store.assertTransactionIdsCurrent()).rejects.toBeInstanceOf(TransactionIdsRewoundError);
+    await store.rebaseTransactionOrder();
+    await store.assertTransactionIdsCurrent();
+  });
+});
