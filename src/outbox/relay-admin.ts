@@ -1,9 +1,8 @@
 import type { Publisher } from '../brokers/message.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
-import { holdParkedStreamForRetry, parkedHoldKey } from '../processing/parked-streams.js';
+import { holdingParkedStream, parkedHoldKey } from '../processing/parked-streams.js';
 import { saveProgress, NO_CHECKPOINT } from '../processing/progress.js';
-import { openRunnerSession } from '../processing/runner-session.js';
 import { Counters } from '../processing/run-context.js';
 import { processingSql } from '../processing/sql.js';
 import type { EventStore } from '../store/event-store.js';
@@ -94,40 +93,32 @@ export function relayAdmin(store: EventStore) {
   /** Publishes the aggregate's parked messages in order, holding it; stops at the first the broker refuses again. */
   async function retryAggregate(found: { run_id: string; stream_id: string; source: string; processor: string }, publisher: Publisher, skip?: string) {
     const source = sourceOf(store, found.source);
-    const runner = await openRunnerSession(db, sql);
     const run = { sql, runId: found.run_id };
     let published = 0;
-    try {
-      const release = await holdParkedStreamForRetry(runner.session, sql, parkedHoldKey(store.schema, found.run_id), found.stream_id);
-      try {
-        if (skip) await skipMessage(found.run_id, skip);
-        const parkedOf = async () => (await db.query<{ position: number }>(`select position from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`, [found.run_id, found.stream_id])).rows.map((row) => Number(row.position));
-        for (;;) {
-          const positions = await parkedOf();
-          if (positions.length === 0) return { published, stillParked: 0 };
-          for (const message of await source.byPositions(positions)) {
-            try {
-              await publisher.publish(message.message);
-            } catch (err) {
-              const error = (err instanceof Error ? err.message : String(err)).slice(0, 2000);
-              await db.query(sql.parkMany, [found.processor, found.run_id, [message.message.id], [found.stream_id], [message.position], ['failed'], [error]]);
-              return { published, stillParked: (await parkedOf()).length };
-            }
-            const counters = new Counters<RelayCounter>();
-            counters.add('published');
-            await db.transaction(async (tx) => {
-              await tx.query(sql.unparkMany, [found.run_id, [message.message.id]]);
-              await saveProgress(run, tx, counters, NO_CHECKPOINT, LOG_START);
-            });
-            published++;
+    return holdingParkedStream(db, sql, parkedHoldKey(store.schema, found.run_id), found.stream_id, async () => {
+      if (skip) await skipMessage(found.run_id, skip);
+      const parkedOf = async () => (await db.query<{ position: number }>(`select position from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`, [found.run_id, found.stream_id])).rows.map((row) => Number(row.position));
+      for (;;) {
+        const positions = await parkedOf();
+        if (positions.length === 0) return { published, stillParked: 0 };
+        for (const message of await source.byPositions(positions)) {
+          try {
+            await publisher.publish(message.message);
+          } catch (err) {
+            const error = (err instanceof Error ? err.message : String(err)).slice(0, 2000);
+            await db.query(sql.parkMany, [found.processor, found.run_id, [message.message.id], [found.stream_id], [message.position], ['failed'], [error]]);
+            return { published, stillParked: (await parkedOf()).length };
           }
+          const counters = new Counters<RelayCounter>();
+          counters.add('published');
+          await db.transaction(async (tx) => {
+            await tx.query(sql.unparkMany, [found.run_id, [message.message.id]]);
+            await saveProgress(run, tx, counters, NO_CHECKPOINT, LOG_START);
+          });
+          published++;
         }
-      } finally {
-        await release();
       }
-    } finally {
-      await runner.close();
-    }
+    });
   }
 
   return {

@@ -1,4 +1,5 @@
-import type { Queryable, Session } from '../db/database.js';
+import type { Database, Queryable } from '../db/database.js';
+import { openRunnerSession, type RunnerSession } from './runner-session.js';
 import type { ProcessingSql } from './sql.js';
 
 /**
@@ -30,10 +31,21 @@ export async function holdParkedStreams(tx: Queryable, sql: ProcessingSql, holdK
   if (rows.length > 0) throw new ParkedStreamReleasedError(rows.map((row) => row.stream_id));
 }
 
-/** Holds a parked stream for a retry on the retrier's own session; resolves to the release. */
-export async function holdParkedStreamForRetry(session: Session, sql: ProcessingSql, holdKey: string, streamId: string): Promise<() => Promise<void>> {
-  await session.query(sql.holdParkedStreamForRetry, [holdKey, streamId]);
-  return async () => {
-    await session.query(sql.releaseParkedStreamForRetry, [holdKey, streamId]).catch(() => undefined);
-  };
+/**
+ * Runs `fn` holding a parked stream for a retry, on a runner session of its own (passed to `fn`,
+ * whose token a retry's reservations carry). The hold and the session end with `fn`.
+ */
+export async function holdingParkedStream<T>(db: Database, sql: ProcessingSql, holdKey: string, streamId: string, fn: (runner: RunnerSession) => Promise<T>): Promise<T> {
+  const runner = await openRunnerSession(db, sql);
+  try {
+    await runner.session.query(sql.holdParkedStreamForRetry, [holdKey, streamId]);
+    try {
+      return await fn(runner);
+    } finally {
+      // PGlite's session outlives the runner: the hold must be let go of explicitly.
+      await runner.session.query(sql.releaseParkedStreamForRetry, [holdKey, streamId]).catch(() => undefined);
+    }
+  } finally {
+    await runner.close();
+  }
 }

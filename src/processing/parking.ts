@@ -5,9 +5,8 @@ import { validatePolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { processEvents } from './process-events.js';
 import { NO_CHECKPOINT } from './progress.js';
-import { holdParkedStreamForRetry, parkedHoldKey } from './parked-streams.js';
+import { holdingParkedStream, parkedHoldKey } from './parked-streams.js';
 import { readRunEvents } from './read-batch.js';
-import { openRunnerSession } from './runner-session.js';
 import type { RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
 
@@ -62,36 +61,28 @@ export function parkedEvents(store: EventStore) {
     const { rows: runs } = await db.query<{ mode: 'live' | 'replay'; simulate: boolean; policy: unknown }>(sql.getRun, [runId]);
     const info = runs[0];
     if (!info) throw new ValidationError('runId', `no run ${runId}`);
-    const runner = await openRunnerSession(db, sql);
-    const run: RunContext = {
-      db, sql, schema: store.schema, processor, runId, mode: info.mode, simulate: info.simulate, policy: validatePolicy(info.policy),
-      ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8,
-    };
     let handled = 0;
-    try {
-      const release = await holdParkedStreamForRetry(runner.session, sql, parkedHoldKey(store.schema, runId), streamId);
-      try {
-        if (skip) await db.query(sql.unparkMany, [runId, [skip]]);
-        const parkedIds = async () => (await db.query<{ event_id: string }>(sql.parkedOfStream, [runId, streamId])).rows.map((row) => row.event_id);
-        const tried = new Set<string>();
-        for (;;) {
-          const ids = await parkedIds();
-          const fresh = ids.filter((id) => !tried.has(id));
-          if (fresh.length === 0) return { handled, stillParked: ids.length };
-          const input = await readRunEvents(run, fresh);
-          for (const event of input.events) {
-            tried.add(event.id);
-            const outcome = await processEvents(run, { ...input, events: [event], unpark: [event.id] }, NO_CHECKPOINT);
-            if (outcome.counters.get('parked') > 0) return { handled, stillParked: (await parkedIds()).length };
-            handled++;
-          }
+    return holdingParkedStream(db, sql, parkedHoldKey(store.schema, runId), streamId, async (runner) => {
+      const run: RunContext = {
+        db, sql, schema: store.schema, processor, runId, mode: info.mode, simulate: info.simulate, policy: validatePolicy(info.policy),
+        ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8,
+      };
+      if (skip) await db.query(sql.unparkMany, [runId, [skip]]);
+      const parkedIds = async () => (await db.query<{ event_id: string }>(sql.parkedOfStream, [runId, streamId])).rows.map((row) => row.event_id);
+      const tried = new Set<string>();
+      for (;;) {
+        const ids = await parkedIds();
+        const fresh = ids.filter((id) => !tried.has(id));
+        if (fresh.length === 0) return { handled, stillParked: ids.length };
+        const input = await readRunEvents(run, fresh);
+        for (const event of input.events) {
+          tried.add(event.id);
+          const outcome = await processEvents(run, { ...input, events: [event], unpark: [event.id] }, NO_CHECKPOINT);
+          if (outcome.counters.get('parked') > 0) return { handled, stillParked: (await parkedIds()).length };
+          handled++;
         }
-      } finally {
-        await release();
       }
-    } finally {
-      await runner.close();
-    }
+    });
   }
 
   return {
