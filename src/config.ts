@@ -48,6 +48,20 @@ export interface RastroOptions {
   providerSource?: string;
   /** Seconds between polls in `rastro serve`; 0 = no poll loop. @defaultValue `RASTRO_POLL_INTERVAL_SECONDS`, else 0 */
   pollIntervalSeconds?: number;
+  /** The card acquirer's REST API; without one, charges can be read but not created. @defaultValue `RASTRO_ACQUIRER_URL` */
+  acquirerUrl?: string;
+  /** The acquirer call's timeout in ms. @defaultValue `RASTRO_ACQUIRER_TIMEOUT_MS`, else 10000 */
+  acquirerTimeoutMs?: number;
+  /** Seconds a charge may stay PENDING before reconciliation asks; must exceed the timeout. @defaultValue `RASTRO_CHARGE_DEADLINE_SECONDS`, else 120 */
+  chargeDeadlineSeconds?: number;
+  /** The business deadline: an unaccounted charge goes to review (or is voided) after this. @defaultValue `RASTRO_CHARGE_REVIEW_AFTER_SECONDS`, else 1800 */
+  chargeReviewAfterSeconds?: number;
+  /** When the acquirer has no capture for a key: `retry` with the same key, or `fail`. @defaultValue `RASTRO_CHARGE_NOT_FOUND`, else retry */
+  chargeWhenNotFound?: 'retry' | 'fail';
+  /** The deadline rule: `review`, or `void` with the same key. @defaultValue `RASTRO_CHARGE_ON_DEADLINE`, else review */
+  chargeOnDeadline?: 'review' | 'void';
+  /** Seconds between serve's reconciliation passes; 0 = none. @defaultValue `RASTRO_RECONCILE_INTERVAL_SECONDS`, else 10 */
+  reconcileIntervalSeconds?: number;
 }
 
 export interface RastroConfig {
@@ -74,6 +88,13 @@ export interface RastroConfig {
   readonly providerUrl: string | undefined;
   readonly providerSource: string;
   readonly pollIntervalSeconds: number;
+  readonly acquirerUrl: string | undefined;
+  readonly acquirerTimeoutMs: number;
+  readonly chargeDeadlineSeconds: number;
+  readonly chargeReviewAfterSeconds: number;
+  readonly chargeWhenNotFound: 'retry' | 'fail';
+  readonly chargeOnDeadline: 'review' | 'void';
+  readonly reconcileIntervalSeconds: number;
 }
 
 const BROKER_URL = /^(nats|amqps?):\/\//;
@@ -105,6 +126,30 @@ function brokerOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
     amqpExchange: parseToken('RASTRO_AMQP_EXCHANGE', options.amqpExchange ?? (env.RASTRO_AMQP_EXCHANGE || 'rastro')),
     outboxRetentionDays: parseCount('RASTRO_OUTBOX_RETENTION_DAYS', options.outboxRetentionDays ?? (env.RASTRO_OUTBOX_RETENTION_DAYS || 7), 0),
     outboxRetention: retention,
+  } as const;
+}
+
+function parseChoice<T extends string>(name: string, value: string, choices: readonly T[]): T {
+  if (!(choices as readonly string[]).includes(value)) throw new ConfigError(`${name} must be ${choices.join(' or ')}, got ${JSON.stringify(value)}`);
+  return value as T;
+}
+
+function chargeOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
+  const acquirerTimeoutMs = parseCount('RASTRO_ACQUIRER_TIMEOUT_MS', options.acquirerTimeoutMs ?? (env.RASTRO_ACQUIRER_TIMEOUT_MS || 10_000), 1);
+  const chargeDeadlineSeconds = parseCount('RASTRO_CHARGE_DEADLINE_SECONDS', options.chargeDeadlineSeconds ?? (env.RASTRO_CHARGE_DEADLINE_SECONDS || 120), 1);
+  if (chargeDeadlineSeconds * 1000 <= acquirerTimeoutMs) {
+    throw new ConfigError(`RASTRO_CHARGE_DEADLINE_SECONDS (${chargeDeadlineSeconds}) must exceed RASTRO_ACQUIRER_TIMEOUT_MS (${acquirerTimeoutMs} ms): before the deadline a capture may still be on its way`);
+  }
+  const chargeReviewAfterSeconds = parseCount('RASTRO_CHARGE_REVIEW_AFTER_SECONDS', options.chargeReviewAfterSeconds ?? (env.RASTRO_CHARGE_REVIEW_AFTER_SECONDS || 1800), 1);
+  if (chargeReviewAfterSeconds < chargeDeadlineSeconds) throw new ConfigError('RASTRO_CHARGE_REVIEW_AFTER_SECONDS must be at least RASTRO_CHARGE_DEADLINE_SECONDS');
+  return {
+    acquirerUrl: parseHttpUrl('RASTRO_ACQUIRER_URL', options.acquirerUrl ?? (env.RASTRO_ACQUIRER_URL || undefined)),
+    acquirerTimeoutMs,
+    chargeDeadlineSeconds,
+    chargeReviewAfterSeconds,
+    chargeWhenNotFound: parseChoice('RASTRO_CHARGE_NOT_FOUND', options.chargeWhenNotFound ?? (env.RASTRO_CHARGE_NOT_FOUND || 'retry'), ['retry', 'fail'] as const),
+    chargeOnDeadline: parseChoice('RASTRO_CHARGE_ON_DEADLINE', options.chargeOnDeadline ?? (env.RASTRO_CHARGE_ON_DEADLINE || 'review'), ['review', 'void'] as const),
+    reconcileIntervalSeconds: parseCount('RASTRO_RECONCILE_INTERVAL_SECONDS', options.reconcileIntervalSeconds ?? (env.RASTRO_RECONCILE_INTERVAL_SECONDS || 10), 0),
   } as const;
 }
 
@@ -165,5 +210,6 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     providerUrl: parseHttpUrl('RASTRO_PROVIDER_URL', options.providerUrl ?? (env.RASTRO_PROVIDER_URL || undefined)),
     providerSource: parseSource(options.providerSource ?? (env.RASTRO_PROVIDER_SOURCE || 'pied')),
     pollIntervalSeconds: parseCount('RASTRO_POLL_INTERVAL_SECONDS', options.pollIntervalSeconds ?? (env.RASTRO_POLL_INTERVAL_SECONDS || 0), 0),
+    ...chargeOptions(options, env),
   });
 }

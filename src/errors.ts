@@ -172,3 +172,16 @@ export class UnauthorizedError extends RastroError {
     super('RASTRO_UNAUTHORIZED', 'missing or wrong API key: send Authorization: Bearer <key>');
   }
 }
+
+/** A request that must carry an Idempotency-Key (a charge) came without one. */
+export class IdempotencyKeyRequiredError extends RastroError {
+  constructor() {
+    super('RASTRO_IDEMPOTENCY_KEY_REQUIRED', 'Idempotency-Key: the header is required to create a charge, so a retry can never charge twice; send a new unique key per charge');
+  }
+}
+
+export class ChargeNotFoundError extends RastroError {
+  constructor(id: string) {
+    super('RASTRO_CHARGE_NOT_FOUND', `charge ${JSON.stringify(id)} does not exist`);
+  }
+}

@@ -41,7 +41,20 @@ export {
 export { validatePolicy, type EffectPolicy, type EffectRule } from './processing/policy.js';
 export { runLive, type LiveOptions, type LiveRunner } from './processing/live-runner.js';
 export { runReplay, type ReplayOptions, type RunSummary } from './processing/replay-runner.js';
-export { effectLedger, EffectStateError, type EffectRecord } from './processing/effect-admin.js';
+export { effectLedger, EffectStateError, EFFECT_STATES, type EffectRecord, type EffectState } from './processing/effect-admin.js';
+export {
+  EffectDeclinedError,
+  type EffectType,
+  type EffectTypes,
+  type ReconcileAnswer,
+  type SettledEffect,
+  type UnsettledEffect,
+} from './processing/ledger/effect-type.js';
+export { Reconciler, reconcileEffects, startReconcileLoop, type ReconcileLoop, type ReconcileReport, type ReconcilerOptions } from './processing/ledger/reconciler.js';
+export { createCharges, validateChargeRequest, CHARGE_STATUSES, type Charge, type Charges, type ChargeOptions, type ChargeRequest, type ChargeStatus } from './charges/charges.js';
+export { acquirerClient, CaptureDeclinedError, type Acquirer, type Capture, type CaptureLookup, type CaptureRequest } from './charges/acquirer.js';
+export { startAcquirerFake, type AcquirerFake, type AcquirerFakeOptions, type CaptureFault } from './charges/acquirer-fake.js';
+export { ChargeNotFoundError, IdempotencyKeyRequiredError } from './errors.js';
 export { parkedEvents, type ParkedEvent } from './processing/parking.js';
 export { runDiff, type DiffRow } from './processing/run-diff.js';
 export { createOutbox, outboxChannel, type Outbox, type OutboxMessage } from './outbox/outbox.js';
@@ -88,4 +101,3 @@ export {
 export { createOrders, type Orders, type OrderView, type OrderHistoryEntry } from './intake/orders.js';
 export { orderAlertClient, type OrderAlertSender } from './intake/order-alerts.js';
 export { pollProvider, type PollOptions, type PollProgress } from './intake/provider-poller.js';
-export { startProviderFake, restTime, webhookTime, type ProviderFake, type ProviderOrder, type WebhookTarget } from './intake/provider-fake.js';

@@ -16,6 +16,9 @@ import { openPublisher } from './brokers/open-broker.js';
 import type { Publisher } from './brokers/message.js';
 import { runRelay, type Relay } from './outbox/relay.js';
 import { outboxRetention } from './outbox/retention.js';
+import { acquirerClient } from './charges/acquirer.js';
+import { createCharges, type Charges } from './charges/charges.js';
+import { startReconcileLoop, type ReconcileLoop } from './processing/ledger/reconciler.js';
 
 export interface Services {
   db: Database;
@@ -23,6 +26,21 @@ export interface Services {
   ledger: AccountLedger;
   keys: IdempotencyKeys;
   orders: Orders;
+  charges: Charges;
+}
+
+type ChargeConfig = Pick<RastroConfig, 'acquirerUrl' | 'acquirerTimeoutMs' | 'chargeDeadlineSeconds' | 'chargeReviewAfterSeconds' | 'chargeWhenNotFound' | 'chargeOnDeadline'>;
+
+/** Charges as configured: the acquirer, its timeout, the deadlines and rules of reconciliation. */
+export function chargesFor(store: EventStore, config: Partial<ChargeConfig>): Charges {
+  return createCharges(store, {
+    acquirer: config.acquirerUrl ? acquirerClient(config.acquirerUrl) : undefined,
+    timeoutMs: config.acquirerTimeoutMs ?? 10_000,
+    deadlineMs: (config.chargeDeadlineSeconds ?? 120) * 1000,
+    reviewAfterMs: (config.chargeReviewAfterSeconds ?? 1800) * 1000,
+    whenNotFound: config.chargeWhenNotFound ?? 'retry',
+    onDeadline: config.chargeOnDeadline ?? 'review',
+  });
 }
 
 /**
@@ -31,7 +49,7 @@ export interface Services {
  */
 export function createServices(
   db: Database,
-  config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'> & { orderAlertUrl?: string },
+  config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'> & { orderAlertUrl?: string } & Partial<ChargeConfig>,
   options: { alert?: OrderAlertSender } = {},
 ): Services {
   const store = createEventStore(db, { schema: config.schema });
@@ -41,6 +59,7 @@ export function createServices(
     ledger: createAccountLedger(store, { snapshotEvery: config.snapshotEvery }),
     keys: createIdempotencyKeys(db, { schema: config.schema, ttlMs: config.idempotencyTtlSeconds * 1000 }),
     orders: createOrders(store, { alert: options.alert ?? (config.orderAlertUrl ? orderAlertClient(config.orderAlertUrl) : noAlertDestination) }),
+    charges: chargesFor(store, config),
   };
 }
 
@@ -81,6 +100,8 @@ export interface RunningServer extends Services {
   /** The outbox relay serve runs, unless `RASTRO_RELAY=off`. */
   relay: Relay | undefined;
   publisher: Publisher | undefined;
+  /** serve's reconciliation loop (charges), unless `RASTRO_RECONCILE_INTERVAL_SECONDS=0`. */
+  reconciler: ReconcileLoop | undefined;
   app: FastifyInstance;
   config: RastroConfig;
   close(): Promise<void>;
@@ -143,12 +164,22 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
   }, CLEANUP_INTERVAL_MS);
   cleanup.unref();
   let outbox: Awaited<ReturnType<typeof startOutbox>> | undefined;
+  let reconciler: ReconcileLoop | undefined;
   const stopPolling = startPollLoop(config, services, app.log);
   try {
     outbox = await startOutbox(services, config, app.log);
+    if (config.reconcileIntervalSeconds > 0) {
+      reconciler = await startReconcileLoop(services.store, {
+        types: services.charges.effectTypes,
+        intervalMs: config.reconcileIntervalSeconds * 1000,
+        onError: (err) => app.log.warn({ error: { message: (err as Error).message } }, 'reconciliation pass failed; backing off'),
+        onPass: (report) => app.log.info({ reconciled: report }, 'reconciliation pass'),
+      });
+    }
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     clearInterval(cleanup);
+    await reconciler?.stop();
     await outbox?.stop();
     stopPolling();
     await app.close();
@@ -165,8 +196,10 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
     config,
     relay: outbox.relay,
     publisher: outbox.publisher,
+    reconciler,
     async close() {
       clearInterval(cleanup);
+      await reconciler?.stop();
       await outbox.stop();
       stopPolling();
       await app.close();

@@ -6,6 +6,7 @@ import { migrate } from '../db/migrate.js';
 import { openDatabase } from '../db/open-database.js';
 import { effectLedger } from '../processing/effect-admin.js';
 import { runLive, type LiveRunner } from '../processing/live-runner.js';
+import { addReports, reconcileEffects, type ReconcileReport } from '../processing/ledger/reconciler.js';
 import { runReplay } from '../processing/replay-runner.js';
 import { runDiff, type DiffRow } from '../processing/run-diff.js';
 import { createEventStore, type EventStore } from '../store/event-store.js';
@@ -18,6 +19,11 @@ export interface StoryOptions {
   schema: string;
   orders?: number;
   log?: (line: string) => void;
+  /**
+   * The seller's provider can be asked what happened to a key: uncertain notifications are
+   * settled by reconciliation instead of a person's review.
+   */
+  askProvider?: boolean;
 }
 
 export interface StoryReport {
@@ -27,6 +33,8 @@ export interface StoryReport {
   replayed: Record<string, number>;
   /** Uncertain effects found for review, and how each was resolved. */
   reviewed: { key: string; resolvedAs: 'done' | 'retry' }[];
+  /** With `askProvider`: what reconciliation found. */
+  reconciled: ReconcileReport | undefined;
   /** Notifications the seller received per effect key. */
   sentPerKey: Map<string, number>;
   commissions: Map<string, { commissionCents: number; version: number }>;
@@ -102,7 +110,8 @@ export async function runCommissionStory(options: StoryOptions): Promise<StoryRe
     log(`   sweep: ${swept.uncertain} reservation(s) of the dead process moved to uncertain (the call may have happened)`);
 
     // 3. Simulate the fix over the day.
-    const fixed = commissionProcessor(sellerNotifierClient(seller.url));
+    // With a provider that can be asked, a notification still on its way after 1.5 s is impossible: the client gives up after 1 s.
+    const fixed = commissionProcessor(sellerNotifierClient(seller.url, { timeoutMs: 1_000 }), { askProvider: options.askProvider, settleMs: 1_500 });
     const simulation = await runReplay(fixed, { store, runId: 'fix-2026-10-14-simulate', from: DAY_FROM, to: DAY_TO, policy, simulate: true });
     const diff = await runDiff(store, 'fix-2026-10-14-simulate');
     log(`3. simulate: ${diff.length} commission(s) would change; notifications: ${simulation.counters['would-apply'] ?? 0} would be sent, ${simulation.counters['already-recorded'] ?? 0} already recorded`);
@@ -128,15 +137,31 @@ export async function runCommissionStory(options: StoryOptions): Promise<StoryRe
     log(`4. replay fix-2026-10-14: ${replay.counters.written ?? 0} written, ${replay.counters['ignored-newer-version'] ?? 0} left to a newer version, ${replay.counters.applied ?? 0} notification(s) sent, ${replay.counters['already-recorded'] ?? 0} already recorded, ${replay.counters.uncertain ?? 0} uncertain`);
     log(`   live consumer meanwhile: ${live.counters.get('events')} event(s) (the rest of the day and ${revised.length} version-2 events), ${live.counters.get('applied')} notification(s) sent`);
 
-    // 5. Review: the seller's log tells which uncertain notifications went out.
     const reviewed: StoryReport['reviewed'] = [];
-    for (const effect of await effects.list({ state: 'uncertain' })) {
-      const sent = seller.sent.some((notification) => notification.idempotencyKey === effect.key);
-      await effects.resolve(effect.key, sent ? 'done' : 'retry');
-      reviewed.push({ key: effect.key, resolvedAs: sent ? 'done' : 'retry' });
+    let reconciled: ReconcileReport | undefined;
+    if (options.askProvider) {
+      // 5. Reconciliation: the provider is asked about each uncertain key, once a call can no
+      // longer be on its way; those it never received are released and sent by a replay.
+      const uncertainBefore = (await effects.list({ state: 'uncertain' })).length;
+      const start = Date.now();
+      for (;;) {
+        const report = await reconcileEffects(store, { types: fixed.effects! });
+        reconciled = reconciled ? addReports(reconciled, report) : report;
+        if ((await effects.list({ state: 'uncertain' })).length === 0 || Date.now() - start > 30_000) break;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      if (reconciled!.released > 0) await runReplay(fixed, { store, runId: 'fix-2026-10-14-after-reconcile', from: DAY_FROM, to: DAY_TO, policy });
+      log(`5. reconciliation: ${uncertainBefore} uncertain notification(s) asked of the provider: ${reconciled!.happened} had been sent (done), ${reconciled!.released} had not (released, then sent by a replay); no one reviewed anything`);
+    } else {
+      // 5. Review: the seller's log tells which uncertain notifications went out.
+      for (const effect of await effects.list({ state: 'uncertain' })) {
+        const sent = seller.sent.some((notification) => notification.idempotencyKey === effect.key);
+        await effects.resolve(effect.key, sent ? 'done' : 'retry');
+        reviewed.push({ key: effect.key, resolvedAs: sent ? 'done' : 'retry' });
+      }
+      if (reviewed.some((r) => r.resolvedAs === 'retry')) await runReplay(fixed, { store, runId: 'fix-2026-10-14-after-review', from: DAY_FROM, to: DAY_TO, policy });
+      log(`5. review: ${reviewed.length} uncertain notification(s) resolved (${reviewed.filter((r) => r.resolvedAs === 'done').length} confirmed sent, ${reviewed.filter((r) => r.resolvedAs === 'retry').length} released and sent)`);
     }
-    if (reviewed.some((r) => r.resolvedAs === 'retry')) await runReplay(fixed, { store, runId: 'fix-2026-10-14-after-review', from: DAY_FROM, to: DAY_TO, policy });
-    log(`5. review: ${reviewed.length} uncertain notification(s) resolved (${reviewed.filter((r) => r.resolvedAs === 'done').length} confirmed sent, ${reviewed.filter((r) => r.resolvedAs === 'retry').length} released and sent)`);
 
     const sentPerKey = new Map<string, number>();
     for (const notification of seller.sent) sentPerKey.set(notification.idempotencyKey!, (sentPerKey.get(notification.idempotencyKey!) ?? 0) + 1);
@@ -153,6 +178,7 @@ export async function runCommissionStory(options: StoryOptions): Promise<StoryRe
       simulated: { counters: simulation.counters, diff },
       replayed: replay.counters,
       reviewed,
+      reconciled,
       sentPerKey,
       commissions,
       expected,

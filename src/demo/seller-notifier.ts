@@ -36,6 +36,14 @@ export async function startSellerNotifier(behaviour: SellerNotifierBehaviour) {
     });
 
   const server: Server = createServer(async (request, response) => {
+    // The provider can be asked what happened to a key: GET /notifications/<key>.
+    const lookup = request.method === 'GET' ? /^\/notifications\/([^/?]+)$/.exec(request.url ?? '') : null;
+    if (lookup) {
+      const key = decodeURIComponent(lookup[1]!);
+      const found = sent.some((notification) => notification.idempotencyKey === key);
+      response.writeHead(found ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify({ sent: found }));
+      return;
+    }
     if (request.method !== 'POST' || request.url !== '/notifications') {
       response.writeHead(404).end();
       return;
@@ -72,17 +80,29 @@ export async function startSellerNotifier(behaviour: SellerNotifierBehaviour) {
 
 export type SellerNotifier = Awaited<ReturnType<typeof startSellerNotifier>>;
 
-/** The client a processor uses: one POST per notification, the effect key as Idempotency-Key. */
-export function sellerNotifierClient(url: string) {
+/**
+ * The client a processor uses: one POST per notification, the effect key as Idempotency-Key,
+ * `timeoutMs` at most; `lookup` asks whether a key was sent.
+ */
+export function sellerNotifierClient(url: string, { timeoutMs = 5_000 }: { timeoutMs?: number } = {}) {
   return {
     async notify(notification: { orderId: string; commissionCents: number }, idempotencyKey: string): Promise<{ id: string }> {
       const response = await fetch(`${url}/notifications`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
         body: JSON.stringify(notification),
+        signal: AbortSignal.timeout(timeoutMs),
       });
       if (!response.ok) throw new Error(`notifier answered ${response.status}`);
       return (await response.json()) as { id: string };
+    },
+    /** True when the provider sent a notification with this key, false when it did not. */
+    async lookup(idempotencyKey: string): Promise<boolean> {
+      const response = await fetch(`${url}/notifications/${encodeURIComponent(idempotencyKey)}`, { signal: AbortSignal.timeout(timeoutMs) });
+      await response.body?.cancel();
+      if (response.status === 200) return true;
+      if (response.status === 404) return false;
+      throw new Error(`notifier answered ${response.status} to a lookup`);
     },
   };
 }

@@ -3,10 +3,12 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { AccountLedger } from '../accounts/account-ledger.js';
 import type { Database } from '../db/database.js';
+import type { Charges } from '../charges/charges.js';
 import type { Orders } from '../intake/orders.js';
 import type { EventStore } from '../store/event-store.js';
 import { accountRoutes } from './account-routes.js';
 import { bearerAuth } from './auth.js';
+import { chargeRoutes } from './charge-routes.js';
 import { orderRoutes } from './order-routes.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
@@ -18,6 +20,8 @@ export interface AppDeps {
   keys: IdempotencyKeys;
   /** Order intake and normalized orders; without it the order routes are not served. */
   orders?: Orders;
+  /** Charges; without it the charge routes are not served. */
+  charges?: Charges;
   /** When set, every route but /healthz needs `Authorization: Bearer <apiKey>`. */
   apiKey?: string;
   /** Fastify's logger option: false, or pino options such as `{ level: 'info' }`. @defaultValue false */
@@ -91,5 +95,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(accountRoutes, { db: deps.db, ledger: deps.ledger, keys: deps.keys });
   if (deps.orders) await app.register(orderRoutes, { orders: deps.orders });
+  if (deps.charges) await app.register(chargeRoutes, { charges: deps.charges });
   return app;
 }

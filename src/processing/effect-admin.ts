@@ -1,34 +1,50 @@
 import type { Queryable } from '../db/database.js';
+import type { EffectTypes, SettledEffect } from './ledger/effect-type.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { RastroError, ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
 import { processingSql, type ProcessingSql } from './sql.js';
+
+/**
+ * Where an effect stands: `reserved` (the intent is recorded, the call may be under way), `done`,
+ * `uncertain` (the call may or may not have happened: reconciliation asks, or a person decides),
+ * `failed` (the provider confirmed it did not happen), `needs-review` (the provider could not
+ * say before the business deadline).
+ */
+export type EffectState = 'reserved' | 'done' | 'uncertain' | 'failed' | 'needs-review';
+export const EFFECT_STATES: readonly EffectState[] = ['reserved', 'done', 'uncertain', 'failed', 'needs-review'];
 
 /** An effect ledger entry. */
 export interface EffectRecord {
   key: string;
   eventId: string;
   effectType: string;
-  state: 'reserved' | 'done' | 'uncertain';
+  state: EffectState;
   runId: string;
   onFailure: 'release' | 'keep';
   result: unknown;
   error: string | null;
   reservedAt: Date;
   updatedAt: Date;
+  /** Questions reconciliation asked the provider. */
+  checks: number;
+  /** When reconciliation asks next, after an "unknown". */
+  checkAfter: Date | null;
 }
 
 interface EffectRow {
   key: string;
   event_id: string;
   effect_type: string;
-  state: EffectRecord['state'];
+  state: EffectState;
   run_id: string;
   on_failure: EffectRecord['onFailure'];
   result: unknown;
   error: string | null;
   reserved_at: Date;
   updated_at: Date;
+  checks: number;
+  check_after: Date | null;
 }
 
 /** The effect is not in the state the operation needs (for example resolving one that is not uncertain). */
@@ -59,15 +75,15 @@ export async function sweepAbandonedReservations(db: Queryable, sql: ProcessingS
  * await effects.resolve(key, 'done') // someone confirmed it happened
  * ```
  */
-export function effectLedger(store: EventStore) {
+export function effectLedger(store: EventStore, options: { types?: EffectTypes } = {}) {
   const sql = processingSql(quoteSchema(store.schema));
   const db = store.db;
   return {
-    async list(options: { state?: 'reserved' | 'done' | 'uncertain'; limit?: number } = {}): Promise<EffectRecord[]> {
-      if (options.state !== undefined && !['reserved', 'done', 'uncertain'].includes(options.state)) {
-        throw new ValidationError('state', "must be 'reserved', 'done' or 'uncertain'");
+    async list(filter: { state?: EffectState; limit?: number } = {}): Promise<EffectRecord[]> {
+      if (filter.state !== undefined && !EFFECT_STATES.includes(filter.state)) {
+        throw new ValidationError('state', `must be one of ${EFFECT_STATES.map((state) => `'${state}'`).join(', ')}`);
       }
-      const { rows } = await db.query<EffectRow>(sql.listEffects, [options.state ?? null, options.limit ?? 1000]);
+      const { rows } = await db.query<EffectRow>(sql.listEffects, [filter.state ?? null, filter.limit ?? 1000]);
       return rows.map((row) => ({
         key: row.key,
         eventId: row.event_id,
@@ -79,16 +95,34 @@ export function effectLedger(store: EventStore) {
         error: row.error,
         reservedAt: row.reserved_at,
         updatedAt: row.updated_at,
+        checks: row.checks,
+        checkAfter: row.check_after,
       }));
     },
     /**
-     * Resolves an uncertain effect: `done` when someone confirmed it happened; `retry` releases
-     * it, so the next run that reaches its event executes it.
+     * Resolves an effect that is `uncertain` or in review, as a person who checked decided:
+     * `done` (it happened), `failed` (it did not, and must not be retried) or `retry` (it did not:
+     * released, so the next run that reaches its event performs it; only an event's effects).
+     * The effect type's `onSettled` (a charge's outbox event) is written in the same transaction.
      */
-    async resolve(key: string, as: 'done' | 'retry'): Promise<void> {
-      if (as !== 'done' && as !== 'retry') throw new ValidationError('as', "must be 'done' or 'retry'");
-      const { rowCount } = await db.query(as === 'done' ? sql.resolveDone : sql.resolveRetry, [key]);
-      if (rowCount !== 1) throw new EffectStateError(key, 'uncertain');
+    async resolve(key: string, as: 'done' | 'failed' | 'retry'): Promise<void> {
+      if (as !== 'done' && as !== 'retry' && as !== 'failed') throw new ValidationError('as', "must be 'done', 'failed' or 'retry'");
+      await db.transaction(async (tx) => {
+        const statement = as === 'done' ? sql.resolveDone : as === 'failed' ? sql.resolveFailed : sql.resolveRetry;
+        const params = as === 'failed' ? [key, 'a person confirmed it did not happen'] : [key];
+        const { rows } = await tx.query<{ key: string; event_id: string | null; effect_type: string; state: SettledEffect['state']; result: unknown; error: string | null }>(statement, params);
+        const row = rows[0];
+        if (!row) {
+          const { rows: found } = await tx.query<{ state: string; event_id: string | null }>(sql.effectState, [key]);
+          if (as === 'retry' && found[0] && found[0].event_id === null && ['uncertain', 'needs-review'].includes(found[0].state)) {
+            throw new EffectStateError(key, "an event's effect (it was made on a request's path; resolve it as done or failed)");
+          }
+          throw new EffectStateError(key, 'uncertain or in review');
+        }
+        if (as !== 'retry') {
+          await options.types?.[row.effect_type]?.onSettled?.(tx, { key: row.key, eventId: row.event_id, effectType: row.effect_type, state: row.state, result: row.result, error: row.error });
+        }
+      });
     },
     sweep: (leaseMs = 5 * 60_000) => sweepAbandonedReservations(db, sql, leaseMs),
   };

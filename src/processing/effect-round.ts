@@ -55,7 +55,8 @@ export async function runEffectRound(
     if (run.simulate) {
       counters.add(state === undefined ? 'would-apply' : 'already-recorded');
       request.resolve(state === undefined ? WOULD_APPLY : ALREADY_RECORDED);
-    } else if (state === 'done' || state === 'uncertain') {
+    } else if (state !== undefined && state !== 'reserved') {
+      // Settled (done, failed), or left to reconciliation or review (uncertain, needs-review).
       counters.add('already-recorded');
       request.resolve(ALREADY_RECORDED);
     } else requests.push(request);

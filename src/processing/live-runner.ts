@@ -14,6 +14,7 @@ import { PartitionLeases, partitionLockName } from './runners/partition-leases.j
 import { startLeasedLoop } from './runners/leased-loop.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
+import { Reconciler, type ReconcileReport } from './ledger/reconciler.js';
 
 export interface LiveOptions {
   store: EventStore;
@@ -30,6 +31,10 @@ export interface LiveOptions {
   effectConcurrency?: number;
   /** Called when a batch fails; the runner backs off (one poll interval, doubling up to 30 s) and tries again. */
   onError?: (err: unknown) => void;
+  /** How often the processor's effect types that can ask their provider reconcile. @defaultValue 10 s */
+  reconcileIntervalMs?: number;
+  /** Called after a reconciliation pass that asked about something. */
+  onReconcile?: (report: ReconcileReport) => void;
 }
 
 export interface LiveRunner {
@@ -107,6 +112,9 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     return read.length === limit;
   }
 
+  const reconciler = processor.effects && Object.keys(processor.effects).length > 0
+    ? new Reconciler(store, { types: processor.effects, leaseMs: run.leaseMs })
+    : undefined;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const loop = await startLeasedLoop(runner, leases, {
     db,
@@ -115,7 +123,17 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     backoffMs: pollIntervalMs,
     maxBackoffMs: 30_000,
     step,
-    chores: [{ intervalMs: 60_000, run: () => sweepAbandonedReservations(db, sql, run.leaseMs, runner.token).then(() => undefined) }],
+    chores: [
+      { intervalMs: 60_000, run: () => sweepAbandonedReservations(db, sql, run.leaseMs, runner.token).then(() => undefined) },
+      // Effects of this processor whose providers can be asked settle themselves.
+      ...(reconciler ? [{
+        intervalMs: options.reconcileIntervalMs ?? 10_000,
+        run: async () => {
+          const report = await reconciler.pass(runner.token);
+          if (report.asked > 0) options.onReconcile?.(report);
+        },
+      }] : []),
+    ],
     onError: options.onError,
   });
   return {

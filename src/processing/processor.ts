@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/database.js';
 import { ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
+import { resolveEffectType, type EffectTypes } from './ledger/effect-type.js';
 
 /** How an effect call ended for the handler that asked for it. */
 export type EffectOutcome<Result = unknown> =
@@ -44,10 +45,12 @@ export interface HandlerContext {
 
 export type EventHandler = (event: RecordedEvent, ctx: HandlerContext) => Promise<void>;
 
-/** A processor: a name and a handler per event type. */
+/** A processor: a name, a handler per event type, and the effect types whose providers can be asked. */
 export interface Processor {
   readonly name: string;
   readonly handlers: Readonly<Record<string, EventHandler>>;
+  /** Effect types that can ask their provider "did key K happen?": reconciliation settles them. */
+  readonly effects?: EffectTypes;
 }
 
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,99}$/;
@@ -70,7 +73,7 @@ const NAME = /^[a-z0-9][a-z0-9_.-]{0,99}$/;
  * })
  * ```
  */
-export function defineProcessor(definition: { name: string; handlers: Record<string, EventHandler> }): Processor {
+export function defineProcessor(definition: { name: string; handlers: Record<string, EventHandler>; effects?: EffectTypes }): Processor {
   if (typeof definition?.name !== 'string' || !NAME.test(definition.name)) {
     throw new ValidationError('name', 'must be 1 to 100 lowercase letters, digits, dots, dashes or underscores');
   }
@@ -81,7 +84,16 @@ export function defineProcessor(definition: { name: string; handlers: Record<str
   for (const [type, handler] of Object.entries(handlers)) {
     if (typeof handler !== 'function') throw new ValidationError(`handlers.${type}`, 'must be a function');
   }
-  return Object.freeze({ name: definition.name, handlers: Object.freeze({ ...handlers }) });
+  const effects = definition.effects;
+  if (effects !== undefined) {
+    if (typeof effects !== 'object' || effects === null) throw new ValidationError('effects', 'must map effect types to their reconcile definitions');
+    for (const [type, definition] of Object.entries(effects)) resolveEffectType(type, definition);
+  }
+  return Object.freeze({
+    name: definition.name,
+    handlers: Object.freeze({ ...handlers }),
+    ...(effects ? { effects: Object.freeze({ ...effects }) } : {}),
+  });
 }
 
 /** The effect ledger key: the same for live runs and replays. */

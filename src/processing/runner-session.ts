@@ -24,5 +24,14 @@ export async function openRunnerSession(db: Database, sql: ProcessingSql): Promi
     await session.release();
     throw err;
   }
-  return { token, db, session, close: () => session.release() };
+  return {
+    token,
+    db,
+    session,
+    async close() {
+      // A pg session is destroyed on release, its locks with it; PGlite's one session lives on.
+      await session.query(sql.unlockRunner, [token]).catch(() => undefined);
+      await session.release();
+    },
+  };
 }

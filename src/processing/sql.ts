@@ -5,7 +5,7 @@ export const RUNNER_LOCK_CLASS = 1918989172;
 export const PARTITION_LOCK_CLASS = 1918989173;
 
 /** True when no session holds the liveness lock of the runner with this token: the runner is dead. */
-function runnerIsGone(token: string): string {
+export function runnerIsGone(token: string): string {
   return `not exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid
     and l.objid = (${token})::oid and l.objsubid = 2 and l.granted)`;
 }
@@ -154,19 +154,28 @@ export function processingSql(s: string) {
       from unnest($1::text[], $2::text[]) as k(key, error)
       where e.key = k.key and e.owner_token = $3 and e.state = 'reserved'`,
     release: `delete from ${s}.effects where key = $1 and owner_token = $2 and state = 'reserved'`,
-    /** Reservations whose owner is dead or whose lease ran out: keep → uncertain, release → deleted. */
+    /**
+     * Reservations whose owner is dead or whose lease ran out: keep → uncertain, release → deleted.
+     * Effects made on a request's path (owner token 0, no runner) are left to reconciliation.
+     */
     sweepKeep: `update ${s}.effects e set state = 'uncertain', error = 'reservation abandoned: the call may or may not have happened', updated_at = now()
-      where e.state = 'reserved' and e.on_failure = 'keep' and e.owner_token <> $2
+      where e.state = 'reserved' and e.on_failure = 'keep' and e.owner_token <> $2 and e.owner_token <> 0
         and (e.reserved_at < now() - $1 * interval '1 millisecond' or ${runnerIsGone('e.owner_token')})
       returning key`,
     sweepRelease: `delete from ${s}.effects e
-      where e.state = 'reserved' and e.on_failure = 'release' and e.owner_token <> $2
+      where e.state = 'reserved' and e.on_failure = 'release' and e.owner_token <> $2 and e.owner_token <> 0
         and (e.reserved_at < now() - $1 * interval '1 millisecond' or ${runnerIsGone('e.owner_token')})
       returning key`,
-    listEffects: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at
+    listEffects: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, checks, check_after
       from ${s}.effects where ($1::text is null or state = $1) order by updated_at desc limit $2`,
-    resolveDone: `update ${s}.effects set state = 'done', error = null, updated_at = now() where key = $1 and state = 'uncertain' returning key`,
-    resolveRetry: `delete from ${s}.effects where key = $1 and state = 'uncertain' returning key`,
+    resolveDone: `update ${s}.effects set state = 'done', error = null, checked_by = null, check_after = null, updated_at = now()
+      where key = $1 and state in ('uncertain', 'needs-review') returning key, event_id, effect_type, state, result, error`,
+    resolveFailed: `update ${s}.effects set state = 'failed', error = $2, checked_by = null, check_after = null, updated_at = now()
+      where key = $1 and state in ('uncertain', 'needs-review') returning key, event_id, effect_type, state, result, error`,
+    /** Only an event's effect can be released: the next run that reaches the event performs it. */
+    resolveRetry: `delete from ${s}.effects where key = $1 and state in ('uncertain', 'needs-review') and event_id is not null
+      returning key, event_id, effect_type, state, result, error`,
+    effectState: `select state, event_id from ${s}.effects where key = $1`,
 
     /** The ledger entries of events $1 for effect types $2 (see {@link ledgerJson}). */
     ledgerOfEvents: ledgerJson(s, '$1::uuid[]', '$2::text[]'),
@@ -194,6 +203,7 @@ export function processingSql(s: string) {
     unparkMany: `delete from ${s}.parked_events where run_id = $1 and event_id = any($2::uuid[])`,
 
     lockRunner: `select pg_advisory_lock(${RUNNER_LOCK_CLASS}, $1)`,
+    unlockRunner: `select pg_advisory_unlock(${RUNNER_LOCK_CLASS}, $1)`,
     tryLockPartition: `select pg_try_advisory_lock(hashtext($1), $2) as locked`,
     unlockPartition: `select pg_advisory_unlock(hashtext($1), $2)`,
     registerRunner: `insert into ${s}.processor_runners (processor, runner_token) values ($1, $2)

@@ -1,0 +1,88 @@
+import { EffectDeclinedError } from '../processing/ledger/effect-type.js';
+
+/** What a charge asks the acquirer to capture. */
+export interface CaptureRequest {
+  amountCents: number;
+  currency: string;
+  customerId: string;
+}
+
+/** A capture the acquirer made. */
+export interface Capture {
+  captureId: string;
+  amountCents: number;
+  currency: string;
+}
+
+/** The acquirer's answer about a key: captured, never captured (`not_found`), or it cannot say. */
+export type CaptureLookup = { status: 'captured'; capture: Capture } | { status: 'not_found' } | { status: 'unknown' };
+
+/**
+ * The card acquirer, as charges use it. Captures are deduplicated by the idempotency key, so
+ * sending one again with the same key is safe.
+ */
+export interface Acquirer {
+  /** Captures, or returns the capture already made with this key. Throws {@link CaptureDeclinedError} for a refusal; any other error is ambiguous. */
+  capture(idempotencyKey: string, request: CaptureRequest, options: { signal: AbortSignal }): Promise<Capture>;
+  lookup(idempotencyKey: string, options: { signal: AbortSignal }): Promise<CaptureLookup>;
+  /** Cancels with the same key: resolves true when the acquirer confirmed nothing is (or stays) captured. */
+  void?(idempotencyKey: string, options: { signal: AbortSignal }): Promise<boolean>;
+}
+
+/** The acquirer refused the capture (a declined card): certainly not captured. */
+export class CaptureDeclinedError extends EffectDeclinedError {
+  constructor(reason: string) {
+    super(`the acquirer declined the capture: ${reason}`);
+    this.name = 'CaptureDeclinedError';
+  }
+}
+
+async function json(response: Response): Promise<Record<string, unknown>> {
+  try {
+    return (await response.json()) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
+}
+
+function capture(body: Record<string, unknown>): Capture {
+  if (typeof body.captureId !== 'string' || typeof body.amountCents !== 'number' || typeof body.currency !== 'string') {
+    throw new Error('the acquirer answered a capture without captureId, amountCents and currency');
+  }
+  return { captureId: body.captureId, amountCents: body.amountCents, currency: body.currency };
+}
+
+/**
+ * An acquirer's REST API: `POST /captures` with an `Idempotency-Key` header, `GET /captures/{key}`
+ * and `POST /captures/{key}/void`. A 402 is a decline; a timeout, a reset or a 5xx is ambiguous
+ * (the capture may have happened) and thrown as is.
+ */
+export function acquirerClient(baseUrl: string): Acquirer {
+  const url = baseUrl.replace(/\/+$/, '');
+  return {
+    async capture(idempotencyKey, request, { signal }) {
+      const response = await fetch(`${url}/captures`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+        body: JSON.stringify(request),
+        signal,
+      });
+      const body = await json(response);
+      if (response.status === 200 || response.status === 201) return capture(body);
+      if (response.status === 402) throw new CaptureDeclinedError(typeof body.reason === 'string' ? body.reason : 'declined');
+      throw new Error(`the acquirer answered ${response.status} to a capture`);
+    },
+    async lookup(idempotencyKey, { signal }) {
+      const response = await fetch(`${url}/captures/${encodeURIComponent(idempotencyKey)}`, { signal });
+      const body = await json(response);
+      if (response.status === 200 && body.status === 'captured') return { status: 'captured', capture: capture(body) };
+      if (response.status === 404 && body.status === 'not_found') return { status: 'not_found' };
+      return { status: 'unknown' };
+    },
+    async void(idempotencyKey, { signal }) {
+      const response = await fetch(`${url}/captures/${encodeURIComponent(idempotencyKey)}/void`, { method: 'POST', signal });
+      const body = await json(response);
+      return response.status === 200 && body.status === 'voided';
+    },
+  };
+}

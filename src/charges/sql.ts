@@ -1,0 +1,50 @@
+/** The charge's capture in the effect ledger: one entry per charge, the one record of its state. */
+export const CAPTURE_EFFECT = 'charge.capture';
+
+/** The ledger key of a charge's capture. */
+export function captureKey(chargeId: string): string {
+  return `charge:${chargeId}`;
+}
+
+/** A charge's status, read from its capture's ledger state. */
+function status(e: string): string {
+  return `case ${e}.state when 'done' then 'CAPTURED' when 'failed' then 'FAILED' when 'needs-review' then 'NEEDS_REVIEW' else 'PENDING' end`;
+}
+
+const CHARGE_COLUMNS = (c: string, e: string) => `${c}.id, ${c}.idempotency_key, ${c}.request_hash, ${c}.customer_id, ${c}.amount_cents::float8 as amount_cents, ${c}.currency,
+  ${c}.created_at, ${e}.updated_at, ${status(e)} as status, ${e}.result, ${e}.error, ${e}.checks`;
+
+/** Statuses of the API, and the ledger states behind them. */
+export const STATES_OF_STATUS: Readonly<Record<string, readonly string[]>> = {
+  PENDING: ['reserved', 'uncertain'],
+  CAPTURED: ['done'],
+  FAILED: ['failed'],
+  NEEDS_REVIEW: ['needs-review'],
+};
+
+export function chargeSql(s: string) {
+  return {
+    /** The charge and its intent, PENDING: the capture reserved before the acquirer is called. */
+    insert: `insert into ${s}.charges (id, idempotency_key, request_hash, customer_id, amount_cents, currency)
+      values ($1, $2, $3, $4, $5, $6) on conflict (idempotency_key) do nothing returning id`,
+    reserve: `insert into ${s}.effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
+      values ($1, null, '${CAPTURE_EFFECT}', 'reserved', 'request', 'keep', 0)`,
+    byKey: `select ${CHARGE_COLUMNS('c', 'e')} from ${s}.charges c join ${s}.effects e on e.key = 'charge:' || c.id::text
+      where c.idempotency_key = $1`,
+    byId: `select ${CHARGE_COLUMNS('c', 'e')} from ${s}.charges c join ${s}.effects e on e.key = 'charge:' || c.id::text
+      where c.id = $1`,
+    list: `select ${CHARGE_COLUMNS('c', 'e')} from ${s}.charges c join ${s}.effects e on e.key = 'charge:' || c.id::text
+      where ($1::text[] is null or e.state = any($1::text[])) order by c.created_at desc, c.id desc limit $2`,
+    /** The outcome of the request's own call, unless reconciliation settled it first. */
+    settle: `update ${s}.effects set state = $2, result = $3::jsonb, error = $4, updated_at = now()
+      where key = $1 and state in ('reserved', 'uncertain') returning key`,
+    /** An ambiguous failure: PENDING stays, for reconciliation. */
+    ambiguous: `update ${s}.effects set state = 'uncertain', error = $2, updated_at = now() where key = $1 and state = 'reserved'`,
+    /** PENDING charges older than the deadline ($1 ms): money in an unknown place. */
+    stale: `select count(*)::int as count, coalesce(extract(epoch from now() - min(reserved_at)), 0)::float8 as oldest_seconds
+      from ${s}.effects where effect_type = '${CAPTURE_EFFECT}' and state in ('reserved', 'uncertain')
+        and reserved_at < now() - $1 * interval '1 millisecond'`,
+    countsByStatus: `select ${status('e')} as status, count(*)::int as count from ${s}.effects e
+      where e.effect_type = '${CAPTURE_EFFECT}' group by 1`,
+  };
+}

@@ -1,0 +1,49 @@
+import { afterEach } from 'vitest';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { acquirerClient } from '../../src/charges/acquirer.js';
+import { startAcquirerFake, type AcquirerFake, type AcquirerFakeOptions } from '../../src/charges/acquirer-fake.js';
+import { createCharges, type ChargeOptions, type Charges } from '../../src/charges/charges.js';
+import { buildApp } from '../../src/http/app.js';
+import { createServices, type Services } from '../../src/server.js';
+import { freshSchema, type Backend } from './databases.js';
+
+export interface ChargeApp {
+  services: Services;
+  charges: Charges;
+  acquirer: AcquirerFake;
+  app: FastifyInstance;
+  schema: string;
+  charge(body: unknown, key?: string): Promise<LightMyRequestResponse>;
+  /** Outbox messages of charges, in position order: [aggregateId, type]. */
+  messages(): Promise<{ aggregateId: string; type: string }[]>;
+  count(table: 'charges' | 'effects' | 'outbox'): Promise<number>;
+}
+
+/** A charge API on a fresh schema, with a real-HTTP acquirer fake; short deadlines unless given. */
+export async function chargeApp(backend: Backend, options: ChargeOptions = {}, fake: AcquirerFakeOptions = {}): Promise<ChargeApp> {
+  const { db, schema } = await freshSchema(backend);
+  const acquirer = await startAcquirerFake(fake);
+  afterEach(() => acquirer.close());
+  const services = createServices(db, { schema, snapshotEvery: 100, idempotencyTtlSeconds: 86_400 });
+  const charges = createCharges(services.store, { acquirer: acquirerClient(acquirer.url), timeoutMs: 200, deadlineMs: 400, reviewAfterMs: 60_000, backoff: { initialMs: 50, maxMs: 200 }, ...options });
+  const app = await buildApp({ ...services, charges });
+  return {
+    services,
+    charges,
+    acquirer,
+    app,
+    schema,
+    charge: (body, key) =>
+      app.inject({ method: 'POST', url: '/charges', payload: JSON.stringify(body), headers: { 'content-type': 'application/json', ...(key === undefined ? {} : { 'idempotency-key': key }) } }),
+    async messages() {
+      const { rows } = await db.query<{ aggregate_id: string; type: string }>(`select aggregate_id, type from "${schema}".outbox where aggregate_type = 'charge' order by position`);
+      return rows.map((row) => ({ aggregateId: row.aggregate_id, type: row.type }));
+    },
+    async count(table) {
+      const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from "${schema}".${table}`);
+      return rows[0]!.n;
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
