@@ -69,6 +69,8 @@ export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
     requestsFor.set(key, entry);
   };
   const sockets = new Set<Socket>();
+  /** Hooks a test can set after the start. */
+  const hooks: { onCapture?: (capture: FakeCapture) => void } = { onCapture: options.onCapture };
 
   const nextFault = (key: string): CaptureFault | undefined => faultsFor.get(key)?.shift() ?? faults.shift();
 
@@ -102,7 +104,7 @@ export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
         const capture = existing ?? { captureId: `cap_${randomUUID()}`, key, amountCents: body.amountCents as number, currency: body.currency, customerId: body.customerId, voided: false };
         if (!existing) {
           captures.set(key, capture);
-          options.onCapture?.(capture);
+          hooks.onCapture?.(capture);
         }
         if (fault === 'capture-then-timeout') return; // never answers
         if (fault === 'capture-then-500') return send(response, 500, { error: 'internal error' });
@@ -154,6 +156,7 @@ export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
     unknownLookups,
     stats,
     requestsFor,
+    hooks,
     /** Captures standing (not voided). */
     captured(): FakeCapture[] {
       return [...captures.values()].filter((capture) => !capture.voided);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCommissionStory } from '../demo/commission-story.js';
 import { runOrderStory } from '../demo/order-story.js';
+import { runChargeStory } from '../demo/charge-story.js';
 
 /** `rastro demo commission`: the seed's story on a fresh embedded database. */
 export async function runCommissionDemo(): Promise<void> {
@@ -23,6 +24,17 @@ export async function runOrderDemo(): Promise<void> {
   try {
     const report = await runOrderStory({ url: dir, log: (line) => console.log(line) });
     console.log(`\n${report.alerts.length} alert(s) in all: only the real cancellation`);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** `rastro demo charges`: seed 002's story on a fresh embedded database. */
+export async function runChargeDemo(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'rastro-demo-'));
+  console.log(`charge story on an embedded database in ${dir}\n`);
+  try {
+    await runChargeStory({ dataDir: dir, log: (line) => console.log(line) });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
