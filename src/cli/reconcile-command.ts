@@ -1,12 +1,14 @@
 import { ValidationError } from '../errors.js';
 import type { EffectTypes } from '../processing/ledger/effect-type.js';
-import { reconcileEffects, type ReconcileReport } from '../processing/ledger/reconciler.js';
+import { reconcileEffects, startReconcileLoop, type ReconcileReport } from '../processing/ledger/reconciler.js';
 import type { Services } from '../server.js';
 import { loadProcessors } from './load-processors.js';
 import { table } from './output.js';
 
 export interface ReconcileCommandOptions {
   once?: boolean;
+  /** Keep reconciling, a pass every this many seconds, until SIGINT or SIGTERM. */
+  every?: string;
   limit?: string;
   json?: boolean;
   processors?: string;
@@ -41,6 +43,26 @@ export async function reconcileCommand(services: Services, options: ReconcileCom
     else console.log('nothing to reconcile: no effect type can ask its provider');
     return;
   }
+  const line = (pass: ReconcileReport) => `asked ${pass.asked}, ${pass.happened + pass.redone} done, ${pass.failed} failed, ${pass.released} released, ${pass.unknown} unknown, ${pass.review} to review`;
+  if (options.every !== undefined) {
+    const seconds = /^\d{1,5}$/.test(options.every) ? Number(options.every) : NaN;
+    if (!(seconds >= 1)) throw new ValidationError('--every', 'must be a whole number of seconds, 1 or more');
+    const loop = await startReconcileLoop(services.store, {
+      types,
+      limit,
+      intervalMs: seconds * 1000,
+      onPass: (pass) => process.stderr.write(`${new Date().toISOString()} ${line(pass)}\n`),
+      onError: (err) => process.stderr.write(`${new Date().toISOString()} reconciliation pass failed, backing off: ${(err as Error).message}\n`),
+    });
+    console.log(`reconciling ${names.join(', ')} every ${seconds} s until stopped`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await loop.stop();
+    if (options.json) console.log(JSON.stringify({ types: names, report: loop.report }));
+    return;
+  }
   let passes = 0;
   const report: ReconcileReport = await reconcileEffects(services.store, {
     types,
@@ -48,7 +70,7 @@ export async function reconcileCommand(services: Services, options: ReconcileCom
     once: options.once,
     onPass: (pass) => {
       passes++;
-      if (pass.asked > 0) process.stderr.write(`pass ${passes}: asked ${pass.asked}, ${pass.happened + pass.redone} done, ${pass.failed} failed, ${pass.released} released, ${pass.unknown} unknown, ${pass.review} to review\n`);
+      if (pass.asked > 0) process.stderr.write(`pass ${passes}: ${line(pass)}\n`);
     },
   });
   if (options.json) {
