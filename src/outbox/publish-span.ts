@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, type Context } from '@opentelemetry/api';
 import type { BrokerMessage, PublishAck, Publisher } from '../brokers/message.js';
 import { extractTraceContext, injectTraceContext } from '../observability/trace-context.js';
 import { withSpan } from '../observability/tracing.js';
@@ -23,7 +23,7 @@ export function publishInSpan(publisher: Publisher, message: BrokerMessage): Pro
 }
 
 /** The message with the trace context of `ctx`; the same object when that changes nothing. */
-function traced(message: BrokerMessage, ctx: Parameters<typeof injectTraceContext>[1]): BrokerMessage {
+function traced(message: BrokerMessage, ctx: Context): BrokerMessage {
   const { traceparent, tracestate } = injectTraceContext({}, ctx);
   if (traceparent === undefined || (traceparent === message.traceparent && tracestate === message.headers.tracestate)) return message;
   const headers = tracestate === undefined ? message.headers : { ...message.headers, tracestate };

@@ -191,10 +191,9 @@ export class Batch {
 
   private async runTask(task: Task): Promise<void> {
     try {
-      const handler = this.run.processor.handlers[task.event.type]!;
       await handleInSpan(this.run, task.event, (ctx) => {
         task.trace = ctx;
-        return handler(task.event, this.contextFor(task));
+        return this.run.processor.handlers[task.event.type]!(task.event, this.contextFor(task));
       });
       task.state = 'done';
     } catch (err) {
