@@ -121,6 +121,28 @@ describe.each(backends())('traces on $name', (backend) => {
     await t.app.close();
   });
 
+  it('keeps a webhook redelivered under another trace one snapshot, in the first trace, and normalizes it there', async () => {
+    const t = await testApp(backend);
+    const webhook = { orderId: '260074525', status: 'received', lastUpdate: '2026-09-08T11:54:24.512Z' };
+    const first = callerTrace();
+    const second = callerTrace();
+    const a = await t.post('/intake/pied/orders', webhook, { traceparent: first.traceparent });
+    const b = await t.post('/intake/pied/orders', webhook, { traceparent: second.traceparent });
+    expect([a.statusCode, b.statusCode]).toEqual([202, 202]);
+    expect(b.json().eventId).toBe(a.json().eventId);
+    expect(await t.eventCount()).toBe(1);
+    const append = await spanNamed(first.traceId, 'rastro.append');
+    expect(parentId(append)).toBe((await spanNamed(first.traceId, 'HTTP POST /intake/:source/orders')).spanContext().spanId);
+    const [snapshot] = await t.store.readStream('order:pied:260074525');
+    expect(snapshot!.metadata.traceparent).toBe(traceparentOf(append));
+
+    await t.orders.normalizeRound();
+    const handle = spansOf(first.traceId).find((span) => span.name.startsWith('rastro.handle '));
+    expect(handle && parentId(handle)).toBe(append.spanContext().spanId);
+    expect(handle!.attributes['rastro.stream.id']).toBe('order:pied:260074525');
+    await t.app.close();
+  });
+
   it('ends a request span that failed as a client error without marking the server failed', async () => {
     const t = await testApp(backend);
     const caller = callerTrace();
