@@ -101,3 +101,6 @@ export {
 export { createOrders, type Orders, type OrderView, type OrderHistoryEntry } from './intake/orders.js';
 export { orderAlertClient, type OrderAlertSender } from './intake/order-alerts.js';
 export { pollProvider, type PollOptions, type PollProgress } from './intake/provider-poller.js';
+export { startProviderFake, restTime, webhookTime, type ProviderFake, type ProviderOrder, type WebhookTarget } from './intake/provider-fake.js';
+export { tracer, TRACER_NAME, withSpan, withAcquirerSpan, annotateActiveSpan, type WithSpanOptions } from './observability/tracing.js';
+export { extractTraceContext, injectTraceContext, activeTraceparent, parseTraceparent, formatTraceparent, type TraceHeaders } from './observability/trace-context.js';

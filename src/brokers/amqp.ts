@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { annotateActiveSpan } from '../observability/tracing.js';
 import { encodeBody, PublishRejectedError, wireHeaders, type BrokerMessage, type PublishAck, type Publisher } from './message.js';
 
 export interface AmqpPublisherOptions {
@@ -112,6 +113,7 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): Publisher {
     async publish(message: BrokerMessage): Promise<PublishAck> {
       const state = await current();
       const exchange = exchangeOf(message);
+      annotateActiveSpan({ 'messaging.destination.name': exchange });
       await ensureExchange(state, exchange);
       await confirm(state, exchange, message);
       return { duplicate: false };

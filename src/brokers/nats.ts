@@ -1,5 +1,6 @@
 import { connect, errors, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
+import { annotateActiveSpan } from '../observability/tracing.js';
 import { encodeBody, PublishRejectedError, wireHeaders, type BrokerMessage, type PublishAck, type Publisher } from './message.js';
 
 export interface NatsPublisherOptions {
@@ -93,7 +94,9 @@ export function createNatsPublisher(options: NatsPublisherOptions): Publisher {
       const h = natsHeaders();
       for (const [name, value] of Object.entries(wireHeaders(message))) h.set(name, value);
       try {
-        const ack = await js.publish(subjectOf(message), encodeBody(message), { msgID: message.id, headers: h, timeout });
+        const subject = subjectOf(message);
+        annotateActiveSpan({ 'messaging.destination.name': subject });
+        const ack = await js.publish(subject, encodeBody(message), { msgID: message.id, headers: h, timeout });
         return { duplicate: ack.duplicate };
       } catch (err) {
         if (isRejection(err)) throw new PublishRejectedError(`NATS refused the message: ${(err as Error).message}`, { cause: err });

@@ -12,6 +12,7 @@ import { chargeRoutes } from './charge-routes.js';
 import { orderRoutes } from './order-routes.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
+import { traceRequests } from './request-tracing.js';
 
 export interface AppDeps {
   db: Database;
@@ -63,6 +64,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Malformed URLs and headers Fastify rejects before routing still get a problem document.
     frameworkErrors: (error, _request, reply) => sendProblem(reply, 400, error.message),
   });
+  traceRequests(app);
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, `no route for ${request.method} ${request.url.split('?')[0]}`));
   // JSON only: Fastify would otherwise accept text/plain bodies.

@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
+import { SpanKind, type Context, type Span } from '@opentelemetry/api';
 import { decodeDelivery, type BrokerConsumer, type Delivery } from '../brokers/consumer.js';
 import type { BrokerMessage } from '../brokers/message.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { EventIdConflictError, ValidationError } from '../errors.js';
+import { extractTraceContext, injectTraceContext } from '../observability/trace-context.js';
+import { withSpan } from '../observability/tracing.js';
 import type { EventStore } from '../store/event-store.js';
 
 export interface InboxOptions {
@@ -73,23 +76,39 @@ export function consumeIntoStore(options: InboxOptions): Inbox {
     counts.deadLettered++;
   }
 
-  async function store1(delivery: Delivery): Promise<void> {
+  /**
+   * Stores a delivery in a `rastro.inbox.consume` span (kind CONSUMER) that continues the
+   * message's trace; the event carries the span's trace context, so its handlers continue it too.
+   */
+  function consume(delivery: Delivery): Promise<void> {
+    const { raw } = delivery;
+    const attributes = { 'messaging.system': consumer.kind, 'messaging.operation.type': 'process', 'messaging.destination.name': raw.source, 'messaging.message.id': raw.messageId ?? '' };
+    return withSpan('rastro.inbox.consume', attributes, (span, ctx) => store1(delivery, span, ctx), { kind: SpanKind.CONSUMER, parent: extractTraceContext(raw.headers) });
+  }
+
+  async function store1(delivery: Delivery, span: Span, ctx: Context): Promise<void> {
+    const outcome = (name: keyof InboxCounts) => void span.setAttribute('rastro.inbox.outcome', name);
     const message = decodeDelivery(delivery.raw);
-    if (typeof message === 'string') return deadLetter(delivery, message);
-    if (!isJsonObject(message.payload)) return deadLetter(delivery, 'the payload is not a JSON object');
+    if (typeof message === 'string') return deadLetter(delivery, message).then(() => outcome('deadLettered'));
+    if (!isJsonObject(message.payload)) return deadLetter(delivery, 'the payload is not a JSON object').then(() => outcome('deadLettered'));
     const id = eventIdOf(message.id);
+    const trace = injectTraceContext({}, ctx);
     const metadata = {
       messageId: message.id, aggregateType: message.aggregateType, aggregateId: message.aggregateId, broker: consumer.kind,
       ...(Object.keys(message.headers).length > 0 ? { headers: message.headers } : {}),
-      ...(message.traceparent ? { traceparent: message.traceparent } : {}),
+      ...(trace.traceparent ? trace : {}),
     };
+    span.setAttributes({ 'rastro.event.id': id, 'rastro.event.type': message.type });
     try {
-      const before = await store.streamVersion(streamOf(message));
-      const result = await store.append(streamOf(message), [{ id, type: message.type, data: message.payload, metadata, occurredAt: message.occurredAt }]);
-      if (result.streamVersion <= before) counts.duplicates++;
-      else counts.stored++;
+      const streamId = streamOf(message);
+      span.setAttribute('rastro.stream.id', streamId);
+      const before = await store.streamVersion(streamId);
+      const result = await store.append(streamId, [{ id, type: message.type, data: message.payload, metadata, occurredAt: message.occurredAt }]);
+      const duplicate = result.streamVersion <= before;
+      counts[duplicate ? 'duplicates' : 'stored']++;
+      outcome(duplicate ? 'duplicates' : 'stored');
     } catch (err) {
-      if (err instanceof EventIdConflictError || err instanceof ValidationError) return deadLetter(delivery, err.message);
+      if (err instanceof EventIdConflictError || err instanceof ValidationError) return deadLetter(delivery, err.message).then(() => outcome('deadLettered'));
       throw err;
     }
     await delivery.ack();
@@ -97,7 +116,7 @@ export function consumeIntoStore(options: InboxOptions): Inbox {
 
   async function handle(delivery: Delivery): Promise<void> {
     try {
-      await store1(delivery);
+      await consume(delivery);
       failures = 0;
     } catch (err) {
       options.onError?.(err);

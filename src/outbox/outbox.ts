@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
+import { injectTraceContext } from '../observability/trace-context.js';
 import { outboxSql } from './sql.js';
 
 /** A message to publish, written in the caller's transaction. */
@@ -16,7 +17,7 @@ export interface OutboxMessage {
   headers?: Record<string, string>;
   /** A UUID, stable across republishes, for deduplication downstream. @defaultValue a new one */
   id?: string;
-  /** The W3C trace context of the work that wrote it. */
+  /** The W3C trace context of the work that wrote it. @defaultValue the active span's, when there is one */
   traceparent?: string;
 }
 
@@ -77,6 +78,16 @@ export function prepareOutboxMessage(message: OutboxMessage): unknown[] {
   return [aggregateType, aggregateId, id ?? randomUUID(), type, jsonText(message.payload), validateHeaders(message.headers), traceparent ?? null];
 }
 
+/** The message with the active trace context, unless it names its own `traceparent`. */
+function withActiveTrace(message: OutboxMessage): OutboxMessage {
+  if (typeof message !== 'object' || message === null || message.traceparent !== undefined) return message;
+  const { traceparent, tracestate } = injectTraceContext({});
+  if (traceparent === undefined) return message;
+  const headers: unknown = message.headers;
+  const plain = headers === undefined || (typeof headers === 'object' && headers !== null && !Array.isArray(headers) && !('tracestate' in headers));
+  return { ...message, traceparent, ...(tracestate !== undefined && plain ? { headers: { ...message.headers, tracestate } } : {}) };
+}
+
 /**
  * The transactional outbox: rows written in your own transaction, published by a relay
  * ({@link runRelay}) after it commits. No window where one happens without the other.
@@ -98,7 +109,7 @@ export function createOutbox(db: Database, options: { schema?: string } = {}): O
     schema,
     async write(tx, message) {
       if (!tx || typeof tx.query !== 'function') throw new ValidationError('tx', 'must be the transaction to write in (from db.transaction)');
-      const values = prepareOutboxMessage(message);
+      const values = prepareOutboxMessage(withActiveTrace(message));
       const { rows } = await tx.query<{ position: number }>(sql.write, values, { prepare: true });
       // Inside the transaction: the notification goes out when, and only if, it commits.
       await tx.query('select pg_notify($1, $2)', [channel, '']);

@@ -1,5 +1,6 @@
 import { PublishRejectedError, type Publisher } from '../brokers/message.js';
 import { Counters } from '../processing/run-context.js';
+import { publishInSpan } from './publish-span.js';
 import type { RelayMessage } from './relay-source.js';
 
 /** A relay's counters, persisted per run like a processor's. */
@@ -76,7 +77,7 @@ export async function publishBatch(messages: RelayMessage[], blocked: ReadonlySe
       if (result.interruption !== undefined) return false;
       await slots.take();
       try {
-        const ack = await settings.publisher.publish(messages[i]!.message);
+        const ack = await publishInSpan(settings.publisher, messages[i]!.message);
         result.states[i] = 'sent';
         result.counters.add(ack.duplicate ? 'duplicates' : 'published');
         return true;

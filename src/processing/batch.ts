@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { Queryable, QueryResult } from '../db/database.js';
 import { ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
@@ -6,6 +7,7 @@ import { toGuardValues } from './guards.js';
 import { effectKey, type EffectOutcome, type HandlerContext, type UpsertGuard } from './processor.js';
 import type { BatchOutcome, Pipeline } from './process-events.js';
 import { holdParkedStreams, parkedHoldKey } from './parked-streams.js';
+import { effectInSpan, handleInSpan } from './processing-spans.js';
 import { saveProgress, type Checkpointing } from './progress.js';
 import { Counters, type RunContext } from './run-context.js';
 import { rowKey, StateBuffer, type ProbeRequest, type StateWrite } from './state-writes.js';
@@ -24,6 +26,8 @@ interface Task {
   writes: StateWrite[];
   /** The next event of the same stream in this batch: it starts when this one is done. */
   next: Task | undefined;
+  /** The handler's span context: its effects' spans are children of it. */
+  trace?: Context;
 }
 
 interface TxStatement extends Suspended<QueryResult<never>> {
@@ -187,7 +191,10 @@ export class Batch {
 
   private async runTask(task: Task): Promise<void> {
     try {
-      await this.run.processor.handlers[task.event.type]!(task.event, this.contextFor(task));
+      await handleInSpan(this.run, task.event, (ctx) => {
+        task.trace = ctx;
+        return this.run.processor.handlers[task.event.type]!(task.event, this.contextFor(task));
+      });
       task.state = 'done';
     } catch (err) {
       task.state = 'failed';
@@ -293,7 +300,10 @@ export class Batch {
     }
     const eventId = task.event.id;
     return this.suspend<EffectOutcome<Result>>((resolve, reject) =>
-      this.effects.push({ key: effectKey(eventId, effectType), eventId, effectType, rule, call, resolve: resolve as EffectRequest['resolve'], reject }),
+      this.effects.push({
+        key: effectKey(eventId, effectType), eventId, effectType, rule, resolve: resolve as EffectRequest['resolve'], reject,
+        call: (key) => effectInSpan(task.trace, effectType, key, eventId, () => call(key)),
+      }),
     );
   }
 

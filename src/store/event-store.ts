@@ -3,12 +3,14 @@ import type { Database, Queryable } from '../db/database.js';
 import { isUniqueViolation } from '../db/database-error.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { ConcurrencyError, EventIdConflictError, TransactionIdsRewoundError, ValidationError, type ExpectedVersion } from '../errors.js';
-import { LOG_START, toRecordedEvent, type EventRow, type LogCheckpoint, type NewEvent, type RecordedEvent } from './event.js';
+import { LOG_START, toRecordedEvent, type EventMetadata, type EventRow, type LogCheckpoint, type NewEvent, type RecordedEvent } from './event.js';
 import { readStreamTail, saveSnapshot, snapshotSql, type Snapshot, type StreamTail } from './snapshots.js';
 import { eventStoreSql } from './sql.js';
 import { createAppendNotifier } from './append-notifier.js';
 import { eventsChannel, subscribeToLog, type Subscription, type SubscribeOptions } from './subscribe.js';
 import { prepareEvents, validateExpectedVersion, validateStreamId, type PreparedEvent } from './validate-append.js';
+import { withSpan } from '../observability/tracing.js';
+import { withoutTraceContext, withTraceMetadata } from './trace-metadata.js';
 
 export interface EventStoreOptions {
   /** @defaultValue 'rastro' */
@@ -182,7 +184,7 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
       const same =
         row.type === event.type &&
         isDeepStrictEqual(row.data, JSON.parse(event.data)) &&
-        isDeepStrictEqual(row.metadata, JSON.parse(event.metadata)) &&
+        isDeepStrictEqual(withoutTraceContext(row.metadata), withoutTraceContext(JSON.parse(event.metadata) as EventMetadata)) &&
         (!event.occurredAtGiven || row.occurred_at.toISOString() === event.occurredAt);
       if (!same) throw new EventIdConflictError(event.id, 'with other content');
     }
@@ -209,7 +211,18 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     return explainRefusal(target, streamId, events, expected);
   }
 
-  async function append(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+  /** Appends in a `rastro.append` span; the events carry its trace context in their metadata. */
+  function append(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+    const attributes = { 'rastro.stream.id': String(streamId).slice(0, 500), 'rastro.event.count': Array.isArray(events) ? events.length : 0 };
+    return withSpan('rastro.append', attributes, async (span, ctx) => {
+      if (span.isRecording() && attributes['rastro.event.count'] > 0) span.setAttribute('rastro.event.types', events.map((event) => String(event?.type)));
+      const result = await appendTraced(streamId, withTraceMetadata(events, ctx), options);
+      if (span.isRecording()) span.setAttributes({ 'rastro.stream.version': result.streamVersion, 'rastro.positions': result.positions });
+      return result;
+    });
+  }
+
+  async function appendTraced(streamId: string, events: NewEvent[], options: AppendOptions): Promise<AppendResult> {
     validateStreamId(streamId);
     const expected = validateExpectedVersion(options.expectedVersion ?? 'any');
     const prepared = prepareEvents(events);

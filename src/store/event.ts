@@ -2,8 +2,10 @@
 export interface EventMetadata {
   correlationId?: string;
   causationId?: string;
-  /** W3C trace context of the request that caused the event. */
+  /** W3C trace context of the work that appended the event: the append span's, when tracing is on. */
   traceparent?: string;
+  /** W3C tracestate that goes with `traceparent`, when there is one. */
+  tracestate?: string;
   [key: string]: unknown;
 }
 
