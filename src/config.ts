@@ -48,6 +48,8 @@ export interface RastroOptions {
   providerSource?: string;
   /** Seconds between polls in `rastro serve`; 0 = no poll loop. @defaultValue `RASTRO_POLL_INTERVAL_SECONDS`, else 0 */
   pollIntervalSeconds?: number;
+  /** The processors module `serve` replays and retries with (`--processors`). @defaultValue `RASTRO_PROCESSORS`, else ./rastro.config.js if present */
+  processors?: string;
 }
 
 export interface RastroConfig {
@@ -74,6 +76,7 @@ export interface RastroConfig {
   readonly providerUrl: string | undefined;
   readonly providerSource: string;
   readonly pollIntervalSeconds: number;
+  readonly processors: string | undefined;
 }
 
 const BROKER_URL = /^(nats|amqps?):\/\//;
@@ -165,5 +168,6 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     providerUrl: parseHttpUrl('RASTRO_PROVIDER_URL', options.providerUrl ?? (env.RASTRO_PROVIDER_URL || undefined)),
     providerSource: parseSource(options.providerSource ?? (env.RASTRO_PROVIDER_SOURCE || 'pied')),
     pollIntervalSeconds: parseCount('RASTRO_POLL_INTERVAL_SECONDS', options.pollIntervalSeconds ?? (env.RASTRO_POLL_INTERVAL_SECONDS || 0), 0),
+    processors: options.processors ?? (env.RASTRO_PROCESSORS || undefined),
   });
 }

@@ -16,6 +16,8 @@ import { openPublisher } from './brokers/open-broker.js';
 import type { Publisher } from './brokers/message.js';
 import { runRelay, type Relay } from './outbox/relay.js';
 import { outboxRetention } from './outbox/retention.js';
+import { startOperations } from './operations/serve-operations.js';
+import type { FigureHistory } from './operations/figure-history.js';
 
 export interface Services {
   db: Database;
@@ -81,6 +83,8 @@ export interface RunningServer extends Services {
   /** The outbox relay serve runs, unless `RASTRO_RELAY=off`. */
   relay: Relay | undefined;
   publisher: Publisher | undefined;
+  /** The figures serve samples every 10 s for the console. */
+  figureHistory: FigureHistory;
   app: FastifyInstance;
   config: RastroConfig;
   close(): Promise<void>;
@@ -137,7 +141,15 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
   }
   const services = await openServices(config);
   const logger = config.logLevel === 'silent' ? false : { level: config.logLevel };
-  const app = await buildApp({ ...services, apiKey: config.apiKey, logger });
+  let operations: Awaited<ReturnType<typeof startOperations>>;
+  try {
+    operations = await startOperations(services, config);
+  } catch (err) {
+    await services.db.close();
+    throw err;
+  }
+  const app = await buildApp({ ...services, apiKey: config.apiKey, logger, processors: operations.processors, figureHistory: operations.history, publisher: () => operations.publisher });
+  operations.start(app.log);
   const cleanup = setInterval(() => {
     services.keys.cleanup().catch((err: unknown) => app.log.warn({ error: { message: (err as Error).message } }, 'idempotency key cleanup failed'));
   }, CLEANUP_INTERVAL_MS);
@@ -146,9 +158,11 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
   const stopPolling = startPollLoop(config, services, app.log);
   try {
     outbox = await startOutbox(services, config, app.log);
+    operations.publisher = outbox.publisher;
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     clearInterval(cleanup);
+    await operations.stop();
     await outbox?.stop();
     stopPolling();
     await app.close();
@@ -165,8 +179,10 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
     config,
     relay: outbox.relay,
     publisher: outbox.publisher,
+    figureHistory: operations.history,
     async close() {
       clearInterval(cleanup);
+      await operations.stop();
       await outbox.stop();
       stopPolling();
       await app.close();

@@ -67,8 +67,8 @@ environment:
   RASTRO_PROVIDER_SOURCE          the provider's name in serve's poll loop (pied)
   RASTRO_POLL_INTERVAL_SECONDS    serve polls the provider this often, 0 = never (0)`;
 
-async function serve(): Promise<void> {
-  const server = await startServer();
+async function serve(processors?: string): Promise<void> {
+  const server = await startServer({ processors });
   console.log(`rastro listening on ${server.url} (${server.config.embedded ? `embedded database in ${server.config.dataDir}` : 'PostgreSQL'})`);
   const shutdown = () => {
     server.close().then(
@@ -121,7 +121,10 @@ const withStore = (fn: (store: Services['store'], config: RastroConfig) => Promi
   withServices((services, config) => fn(services.store, config));
 
 const COMMANDS: Record<string, Command> = {
-  serve: { usage: 'rastro serve\n\nmigrate, then serve the HTTP API and run an outbox relay (RASTRO_RELAY=off: no relay)', run: () => serve() },
+  serve: {
+    usage: 'rastro serve [--processors <path>]\n\nmigrate, then serve the HTTP API, the operations console at /console and an outbox relay (RASTRO_RELAY=off: no relay);\nreplays and parked retries from the console use the processors of --processors or ./rastro.config.js',
+    run: (_args, options) => serve(options.processors),
+  },
   migrate: {
     usage: 'rastro migrate\n\napply pending migrations and exit',
     run: async () => {

@@ -38,6 +38,21 @@ export class EffectStateError extends RastroError {
   }
 }
 
+function effectRecord(row: EffectRow): EffectRecord {
+  return {
+    key: row.key,
+    eventId: row.event_id,
+    effectType: row.effect_type,
+    state: row.state,
+    runId: row.run_id,
+    onFailure: row.on_failure,
+    result: row.result,
+    error: row.error,
+    reservedAt: row.reserved_at,
+    updatedAt: row.updated_at,
+  };
+}
+
 /**
  * Moves reservations abandoned by dead runners (their lock is gone) or older than the lease:
  * under `keep` to `uncertain` for review, under `release` out of the ledger so the next run
@@ -68,18 +83,19 @@ export function effectLedger(store: EventStore) {
         throw new ValidationError('state', "must be 'reserved', 'done' or 'uncertain'");
       }
       const { rows } = await db.query<EffectRow>(sql.listEffects, [options.state ?? null, options.limit ?? 1000]);
-      return rows.map((row) => ({
-        key: row.key,
-        eventId: row.event_id,
-        effectType: row.effect_type,
-        state: row.state,
-        runId: row.run_id,
-        onFailure: row.on_failure,
-        result: row.result,
-        error: row.error,
-        reservedAt: row.reserved_at,
-        updatedAt: row.updated_at,
-      }));
+      return rows.map(effectRecord);
+    },
+    /** One ledger entry, or undefined when the key has none. */
+    async get(key: string): Promise<EffectRecord | undefined> {
+      const { rows } = await db.query<EffectRow>(sql.effectByKey, [key]);
+      return rows[0] ? effectRecord(rows[0]) : undefined;
+    },
+    /** How many entries are in each state. */
+    async countByState(): Promise<Record<EffectRecord['state'], number>> {
+      const { rows } = await db.query<{ state: EffectRecord['state']; n: number }>(sql.effectsByState);
+      const counts = { reserved: 0, done: 0, uncertain: 0 };
+      for (const row of rows) counts[row.state] = Number(row.n);
+      return counts;
     },
     /**
      * Resolves an uncertain effect: `done` when someone confirmed it happened; `retry` releases
