@@ -114,6 +114,13 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
     return deps.history.timeline(request.query.minutes);
   });
 
+  app.get('/ops/processors', {
+    schema: {
+      operationId: 'listProcessors', tags, summary: 'The processors this server can replay, with the event types each handles',
+      response: { 200: { type: 'object', properties: { processors: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, types: { type: 'array', items: { type: 'string' } } } } } } }, ...opsErrors },
+    },
+  }, () => ({ processors: [...(deps.processors?.values() ?? [])].map((processor) => ({ name: processor.name, types: handledTypes(processor) })) }));
+
   app.get<{ Querystring: { mode?: 'live' | 'replay'; limit: number } }>('/ops/runs', {
     schema: {
       operationId: 'listRuns', tags, summary: 'Live and replay runs, newest first: progress, counters, checkpoint lag',

@@ -72,6 +72,12 @@ export function figureHistory(read: () => Promise<Figures>, options: FigureHisto
       const since = minutes === undefined ? -Infinity : Date.now() - minutes * 60_000;
       const kept = ring.filter((entry) => entry.at >= since);
       const byKey = new Map<string, FigureSeries>();
+      // Series in the order of the newest sample, which has every figure of the current state.
+      const newest = kept[kept.length - 1];
+      for (const sample of newest?.samples ?? []) {
+        const labels = sample.labels ?? {};
+        byKey.set(`${sample.name}${JSON.stringify(labels)}`, { name: sample.name, help: sample.help, labels, values: new Array<number | null>(kept.length).fill(null) });
+      }
       kept.forEach((entry, index) => {
         for (const sample of entry.samples) {
           const labels = sample.labels ?? {};
