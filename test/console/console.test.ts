@@ -72,7 +72,7 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
     expect(await value('readers.heldBack').textContent()).toBe('0');
     // A chart per gauge, drawn from the samples serve keeps.
     for (const name of ['rastro_effects', 'rastro_parked_events', 'rastro_processor_lag_events', 'rastro_normalizer_lag_events', 'rastro_reader_held_back_events', 'rastro_outbox_lag_seconds']) {
-      await expect.poll(() => page.locator(`figure.chart[data-metric="${name}"]`).count(), name).toBe(1);
+      await expect.poll(() => page.locator(`figure.chart[data-metric="${name}"]`).count()).toBe(1);
     }
     expect(await page.locator('figure.chart[data-metric="rastro_effects"] svg path').count()).toBe(3);
     expect(await page.evaluate(() => sessionStorage.getItem('rastro.apiKey'))).toBe(API_KEY);
