@@ -89,3 +89,9 @@ export { createOrders, type Orders, type OrderView, type OrderHistoryEntry } fro
 export { orderAlertClient, type OrderAlertSender } from './intake/order-alerts.js';
 export { pollProvider, type PollOptions, type PollProgress } from './intake/provider-poller.js';
 export { startProviderFake, restTime, webhookTime, type ProviderFake, type ProviderOrder, type WebhookTarget } from './intake/provider-fake.js';
+export { readFigures, figureSamples, type Figures, type FiguresContext } from './operations/figures.js';
+export { figureHistory, type FigureHistory, type FigureTimeline, type FigureSeries } from './operations/figure-history.js';
+export { OperationTargetNotFoundError, OperationConflictError } from './operations/errors.js';
+export { createMetrics, type Metrics, type FigureSample } from './observability/metrics.js';
+export { runStatus, type RunStatus } from './processing/run-status.js';
+export { runDiffPage, type DiffPage } from './processing/run-diff.js';

@@ -88,7 +88,6 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
   const runs = runStatus(store, { typesOf });
   const replays = replayJobs(store, deps.processors, { onError: (err, runId) => app.log.warn({ runId, error: { message: (err as Error).message } }, 'replay failed') });
   const figures = () => readFigures({ store, processors: deps.processors });
-  app.addHook('onClose', () => replays.settled());
 
   app.get('/ops/figures', {
     schema: { operationId: 'getFigures', tags, summary: 'Every operational figure now: relay, processor and normalizer lag, effects by state, parked, readers held back', response: { 200: anyObject, ...opsErrors } },

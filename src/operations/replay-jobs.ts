@@ -51,13 +51,26 @@ export function replayJobs(store: EventStore, processors: ReadonlyMap<string, Pr
       if (request.from && request.to && request.from >= request.to) throw new ValidationError('to', 'must be after from');
       const runId = request.runId ?? `${request.simulate ? 'simulate' : 'replay'}-${new Date().toISOString().replace(/[^0-9TZ]/g, '')}`;
       if (jobs.get(runId)?.state === 'running') throw new OperationConflictError(`run ${runId} is running`);
-      if (await runExists(runId)) throw new OperationConflictError(`run ${runId} exists; choose another run id`);
+      // Taken before the first await, so two requests for one run id cannot both start it.
+      const job: ReplayJob & { done: Promise<void> } = { runId, state: 'running', error: null, done: Promise.resolve() };
+      const previous = jobs.get(runId);
+      const release = () => (previous ? jobs.set(runId, previous) : jobs.delete(runId));
+      jobs.set(runId, job);
+      let exists: unknown;
+      try {
+        exists = await runExists(runId);
+      } catch (err) {
+        release();
+        throw err;
+      }
+      if (exists) {
+        release();
+        throw new OperationConflictError(`run ${runId} exists; choose another run id`);
+      }
       const replay: ReplayOptions = {
         store, runId, policy, simulate: request.simulate,
         from: request.from, to: request.to, fromPosition: request.fromPosition, toPosition: request.toPosition,
       };
-      const job: ReplayJob & { done: Promise<void> } = { runId, state: 'running', error: null, done: Promise.resolve() };
-      jobs.set(runId, job);
       let failed: unknown;
       job.done = runReplay(processor, replay).then(
         () => void (job.state = 'completed'),

@@ -140,6 +140,11 @@ describe.each(backends())('operations API on $name', (backend) => {
     expect((await ops.app.inject({ url: '/ops/figures/timeline?minutes=61' })).json()).toMatchObject({ status: 400, field: 'minutes' });
     expect(await ops.db.query(`select 1 from "${ops.schema}".processor_runs`)).toMatchObject({ rows: [] });
 
+    // Two requests for one new run id at once: one starts it, the other is refused.
+    const both = await Promise.all([1, 2].map(() => post(ops.app, '/ops/replays', { processor: 'tips', runId: 'once', simulate: true })));
+    expect(both.map((res) => res.statusCode).sort()).toEqual([202, 409]);
+    await eventually(async () => (await ops.app.inject({ url: '/ops/runs/once' })).json().status === 'completed', 'the run to complete');
+
     const bare = await opsApp(backend, { processors: false });
     const res = await post(bare.app, '/ops/replays', { processor: 'tips', simulate: true });
     expect(res.statusCode).toBe(409);
