@@ -104,6 +104,21 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
     await expect.poll(() => page.locator('tr[data-effect]').count()).toBe(0);
     expect(await page.locator('tr[data-parked-event]').count()).toBe(1);
     await page.screenshot({ path: join(SCREENSHOTS, 'review.png'), fullPage: true });
+
+    // The parked event, retried once its handler is fixed.
+    const parked = page.locator('tr[data-parked-event]');
+    const eventId = (await parked.getAttribute('data-parked-event'))!;
+    process.env.TIPS_FIXED = '1';
+    try {
+      await parked.getByRole('button', { name: 'Retry' }).click();
+      await page.getByRole('dialog', { name: 'Retry parked event' }).getByRole('button', { name: 'Retry' }).click();
+      await expect.poll(() => page.locator('#review-result').textContent()).toBe(`Retried event ${eventId}: 1 handled, 0 still parked`);
+    } finally {
+      delete process.env.TIPS_FIXED;
+    }
+    expect(await count('select count(*)::int as n from S.parked_events')).toBe(0);
+    expect(await count(`select (doc->>'cents')::int as n from S.projections where key = 'tip-5'`)).toBe(500);
+    await expect.poll(() => page.locator('tr[data-parked-event]').count()).toBe(0);
   });
 
   it('starts a simulate replay from the page, follows it to 100% and opens its diff', async () => {
