@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { csv } from '../cli/output.js';
 import { OperationTargetNotFoundError } from '../operations/errors.js';
 import type { FigureHistory } from '../operations/figure-history.js';
-import { readFigures } from '../operations/figures.js';
+import { readFigure, readFigures } from '../operations/figures.js';
 import { replayJobs } from '../operations/replay-jobs.js';
 import type { Processor } from '../processing/processor.js';
 import { runDiff, runDiffPage } from '../processing/run-diff.js';
@@ -112,6 +112,13 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
     if (!deps.history) return { intervalSeconds: 0, times: [], series: [] };
     return deps.history.timeline(request.query.minutes);
   });
+
+  app.get('/ops/normalizer', {
+    schema: {
+      operationId: 'getNormalizerLag', tags, summary: "The order normalizer's lag: snapshots its live checkpoint has not reached, and the oldest one's age",
+      response: { 200: { type: 'object', properties: { eventsBehind: { type: 'number' }, secondsBehind: nullableNumber } }, ...opsErrors },
+    },
+  }, () => readFigure('normalizer', { store, processors: deps.processors }));
 
   app.get('/ops/processors', {
     schema: {

@@ -131,6 +131,11 @@ export async function readFigures(context: FiguresContext): Promise<Figures> {
   return { at: new Date().toISOString(), ...Object.fromEntries(entries) } as Figures;
 }
 
+/** Reads one figure, e.g. `readFigure('normalizer', { store })`. */
+export function readFigure<K extends keyof Definitions>(key: K, context: FiguresContext): Promise<Figures[K]> {
+  return (FIGURES[key] as Figure<Figures[K]>).read(context);
+}
+
 /** The figures as gauge samples, for /metrics and the console's charts. */
 export function figureSamples(figures: Figures): FigureSample[] {
   return Object.entries(FIGURES).flatMap(([key, definition]) => (definition as Figure<unknown>).samples(figures[key as keyof Definitions]));

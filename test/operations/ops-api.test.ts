@@ -24,11 +24,18 @@ describe.each(backends())('operations API on $name', (backend) => {
     expect(figures.parked).toMatchObject({ events: 1, messages: 0, eventsByProcessor: { tips: 1 } });
     expect(figures.processors).toEqual([{ processor: 'tips', runId: 'live:tips', eventsBehind: 0, secondsBehind: null }]);
     expect(figures.normalizer).toEqual({ eventsBehind: 0, secondsBehind: null });
+    // One snapshot the normalizer has not seen.
+    await ops.orders.intake.record('pied', 'webhook', { orderId: 42, status: 'received', lastUpdate: '2026-10-14T10:00:00Z' });
+    const normalizer = (await ops.app.inject({ url: '/ops/normalizer' })).json();
+    expect(normalizer.eventsBehind).toBe(1);
+    expect(normalizer.secondsBehind).toBeGreaterThanOrEqual(0);
     expect(figures.readers.heldBack).toBe(0);
     // One more event: the live run is one behind until it runs again.
     await ops.store.append('tip-6', [{ type: 'tip.paid', data: { cents: 600 } }]);
     const behind = (await ops.app.inject({ url: '/ops/figures' })).json();
+    // tips handles tip.paid only: the snapshot is not its backlog.
     expect(behind.processors[0].eventsBehind).toBe(1);
+    expect(behind.normalizer.eventsBehind).toBe(1);
     expect(behind.processors[0].secondsBehind).toBeGreaterThanOrEqual(0);
   });
 
