@@ -62,6 +62,8 @@ export interface RastroOptions {
   chargeOnDeadline?: 'review' | 'void';
   /** Seconds between serve's reconciliation passes; 0 = none. @defaultValue `RASTRO_RECONCILE_INTERVAL_SECONDS`, else 10 */
   reconcileIntervalSeconds?: number;
+  /** The processors module `serve` replays and retries with (`--processors`). @defaultValue `RASTRO_PROCESSORS`, else ./rastro.config.js if present */
+  processors?: string;
 }
 
 export interface RastroConfig {
@@ -95,6 +97,7 @@ export interface RastroConfig {
   readonly chargeWhenNotFound: 'retry' | 'fail';
   readonly chargeOnDeadline: 'review' | 'void';
   readonly reconcileIntervalSeconds: number;
+  readonly processors: string | undefined;
 }
 
 const BROKER_URL = /^(nats|amqps?):\/\//;
@@ -211,5 +214,6 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     providerSource: parseSource(options.providerSource ?? (env.RASTRO_PROVIDER_SOURCE || 'pied')),
     pollIntervalSeconds: parseCount('RASTRO_POLL_INTERVAL_SECONDS', options.pollIntervalSeconds ?? (env.RASTRO_POLL_INTERVAL_SECONDS || 0), 0),
     ...chargeOptions(options, env),
+    processors: options.processors ?? (env.RASTRO_PROCESSORS || undefined),
   });
 }

@@ -104,3 +104,9 @@ export { pollProvider, type PollOptions, type PollProgress } from './intake/prov
 export { startProviderFake, restTime, webhookTime, type ProviderFake, type ProviderOrder, type WebhookTarget } from './intake/provider-fake.js';
 export { tracer, TRACER_NAME, withSpan, withAcquirerSpan, annotateActiveSpan, type WithSpanOptions } from './observability/tracing.js';
 export { extractTraceContext, injectTraceContext, activeTraceparent, parseTraceparent, formatTraceparent, type TraceHeaders } from './observability/trace-context.js';
+export { readFigures, figureSamples, type Figures, type FiguresContext } from './operations/figures.js';
+export { figureHistory, type FigureHistory, type FigureTimeline, type FigureSeries } from './operations/figure-history.js';
+export { OperationTargetNotFoundError, OperationConflictError } from './operations/errors.js';
+export { createMetrics, type Metrics, type FigureSample } from './observability/metrics.js';
+export { runStatus, type RunStatus } from './processing/run-status.js';
+export { runDiffPage, type DiffPage } from './processing/run-diff.js';

@@ -19,6 +19,8 @@ import { outboxRetention } from './outbox/retention.js';
 import { acquirerClient } from './charges/acquirer.js';
 import { createCharges, type Charges } from './charges/charges.js';
 import { startReconcileLoop, type ReconcileLoop } from './processing/ledger/reconciler.js';
+import { startOperations } from './operations/serve-operations.js';
+import type { FigureHistory } from './operations/figure-history.js';
 
 export interface Services {
   db: Database;
@@ -102,6 +104,8 @@ export interface RunningServer extends Services {
   publisher: Publisher | undefined;
   /** serve's reconciliation loop (charges), unless `RASTRO_RECONCILE_INTERVAL_SECONDS=0`. */
   reconciler: ReconcileLoop | undefined;
+  /** The figures serve samples every 10 s for the console. */
+  figureHistory: FigureHistory;
   app: FastifyInstance;
   config: RastroConfig;
   close(): Promise<void>;
@@ -158,7 +162,15 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
   }
   const services = await openServices(config);
   const logger = config.logLevel === 'silent' ? false : { level: config.logLevel };
-  const app = await buildApp({ ...services, apiKey: config.apiKey, logger });
+  let operations: Awaited<ReturnType<typeof startOperations>>;
+  try {
+    operations = await startOperations(services, config);
+  } catch (err) {
+    await services.db.close();
+    throw err;
+  }
+  const app = await buildApp({ ...services, apiKey: config.apiKey, logger, processors: operations.processors, figureHistory: operations.history, publisher: () => operations.publisher });
+  operations.start(app.log);
   const cleanup = setInterval(() => {
     services.keys.cleanup().catch((err: unknown) => app.log.warn({ error: { message: (err as Error).message } }, 'idempotency key cleanup failed'));
   }, CLEANUP_INTERVAL_MS);
@@ -176,10 +188,12 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
         onPass: (report) => app.log.info({ reconciled: report }, 'reconciliation pass'),
       });
     }
+    operations.publisher = outbox.publisher;
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     clearInterval(cleanup);
     await reconciler?.stop();
+    await operations.stop();
     await outbox?.stop();
     stopPolling();
     await app.close();
@@ -197,9 +211,11 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
     relay: outbox.relay,
     publisher: outbox.publisher,
     reconciler,
+    figureHistory: operations.history,
     async close() {
       clearInterval(cleanup);
       await reconciler?.stop();
+      await operations.stop();
       await outbox.stop();
       stopPolling();
       await app.close();

@@ -16,7 +16,7 @@ import { effectsCommand, liveCommand, parkedCommand, replayCommand, sweepCommand
 const USAGE = `usage: rastro <command>
 
 commands:
-  serve           migrate, then serve the HTTP API (PORT, HOST)
+  serve           migrate, then serve the HTTP API and the console at /console (PORT, HOST)
   migrate         apply pending migrations and exit
   store status    show what holds event readers back
   store rebase    after restoring a dump into another cluster: make new events sort after restored ones
@@ -53,7 +53,7 @@ environment:
   RASTRO_SCHEMA     schema for rastro's tables (rastro)
   PORT, HOST        where serve listens (3000, 127.0.0.1)
   RASTRO_LOG_LEVEL  fatal|error|warn|info|debug|trace|silent (info)
-  RASTRO_API_KEY    bearer key for every route but /healthz; required for a non-loopback HOST
+  RASTRO_API_KEY    bearer key for every route but /healthz and the console's files; required for a non-loopback HOST
   RASTRO_SNAPSHOT_EVERY           account snapshot interval in events, 0 = off (100)
   RASTRO_IDEMPOTENCY_TTL_SECONDS  how long idempotency keys are kept (86400)
   RASTRO_BROKER_URL nats://… or amqp://…; unset: the relay publishes in process
@@ -65,10 +65,11 @@ environment:
   RASTRO_ORDER_ALERT_URL          where "cancelled after import" alerts are posted
   RASTRO_PROVIDER_URL             the payment provider's REST API, for poll and serve's poll loop
   RASTRO_PROVIDER_SOURCE          the provider's name in serve's poll loop (pied)
-  RASTRO_POLL_INTERVAL_SECONDS    serve polls the provider this often, 0 = never (0)`;
+  RASTRO_POLL_INTERVAL_SECONDS    serve polls the provider this often, 0 = never (0)
+  RASTRO_PROCESSORS               the processors module serve replays with (--processors; else ./rastro.config.js)`;
 
-async function serve(): Promise<void> {
-  const server = await startServer();
+async function serve(processors?: string): Promise<void> {
+  const server = await startServer({ processors });
   console.log(`rastro listening on ${server.url} (${server.config.embedded ? `embedded database in ${server.config.dataDir}` : 'PostgreSQL'})`);
   const shutdown = () => {
     server.close().then(
@@ -121,7 +122,10 @@ const withStore = (fn: (store: Services['store'], config: RastroConfig) => Promi
   withServices((services, config) => fn(services.store, config));
 
 const COMMANDS: Record<string, Command> = {
-  serve: { usage: 'rastro serve\n\nmigrate, then serve the HTTP API and run an outbox relay (RASTRO_RELAY=off: no relay)', run: () => serve() },
+  serve: {
+    usage: 'rastro serve [--processors <path>]\n\nmigrate, then serve the HTTP API, the operations console at /console and an outbox relay (RASTRO_RELAY=off: no relay);\nreplays and parked retries from the console use the processors of --processors or ./rastro.config.js',
+    run: (_args, options) => serve(options.processors),
+  },
   migrate: {
     usage: 'rastro migrate\n\napply pending migrations and exit',
     run: async () => {

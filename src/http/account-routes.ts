@@ -60,6 +60,7 @@ export async function accountRoutes(app: FastifyInstance, { db, ledger, keys }: 
     '/accounts',
     {
       schema: {
+        operationId: 'openAccount',
         summary: 'Open an account',
         headers: postHeaders,
         body: {
@@ -85,6 +86,7 @@ export async function accountRoutes(app: FastifyInstance, { db, ledger, keys }: 
     '/accounts/:id/balance',
     {
       schema: {
+        operationId: 'getAccount',
         summary: 'The balance, replayed from the events',
         params: accountId,
         response: {
@@ -100,10 +102,10 @@ export async function accountRoutes(app: FastifyInstance, { db, ledger, keys }: 
     },
   );
 
-  const moveRoute = (path: string, summary: string, move: AccountLedger['deposit']) =>
+  const moveRoute = (path: string, operationId: string, summary: string, move: AccountLedger['deposit']) =>
     app.post<IdParams & { Body: { amount: number } }>(
       path,
-      { schema: { summary, params: accountId, headers: postHeaders, body: amountBody, response: { 201: movement, ...errors } } },
+      { schema: { operationId, summary, params: accountId, headers: postHeaders, body: amountBody, response: { 201: movement, ...errors } } },
       (request: AmountRequest, reply: FastifyReply) =>
         runIdempotent(db, keys, request, reply, async (tx) => {
           const ifMatch = ifMatchVersion(request);
@@ -112,13 +114,14 @@ export async function accountRoutes(app: FastifyInstance, { db, ledger, keys }: 
           return { status: 201, body: await move(request.params.id, request.body.amount, { ifVersion, tx }) };
         }),
     );
-  moveRoute('/accounts/:id/deposit', 'Deposit', ledger.deposit);
-  moveRoute('/accounts/:id/withdraw', 'Withdraw; refused above the replayed balance', ledger.withdraw);
+  moveRoute('/accounts/:id/deposit', 'deposit', 'Deposit', ledger.deposit);
+  moveRoute('/accounts/:id/withdraw', 'withdraw', 'Withdraw; refused above the replayed balance', ledger.withdraw);
 
   app.get<IdParams & { Querystring: { after?: string; limit?: string } }>(
     '/accounts/:id/events',
     {
       schema: {
+        operationId: 'listAccountEvents',
         summary: "The account's events in order",
         params: accountId,
         querystring: {

@@ -7,14 +7,16 @@ import type { Charges } from '../charges/charges.js';
 import type { Orders } from '../intake/orders.js';
 import type { EventStore } from '../store/event-store.js';
 import { accountRoutes } from './account-routes.js';
-import { bearerAuth } from './auth.js';
+import { bearerAuth, isPublicPath } from './auth.js';
 import { chargeRoutes } from './charge-routes.js';
+import { observeRequests, operationsApi, type OperationsDeps } from './operations-api.js';
+import { openApiConventions } from './openapi-conventions.js';
 import { orderRoutes } from './order-routes.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
 import { traceRequests } from './request-tracing.js';
 
-export interface AppDeps {
+export interface AppDeps extends OperationsDeps {
   db: Database;
   store: EventStore;
   ledger: AccountLedger;
@@ -75,12 +77,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
   if (deps.apiKey) app.addHook('onRequest', bearerAuth(deps.apiKey));
+  openApiConventions(app, { apiKey: Boolean(deps.apiKey), isPublic: isPublicPath });
+  const metrics = observeRequests(app, deps.metrics);
 
   app.addSchema(problemSchema);
   await app.register(swagger, {
     openapi: {
-      info: { title: 'rastro', version: '0.1.0', description: 'Account ledger and payment-provider order intake on an append-only event log.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      info: {
+        title: 'rastro', version: '0.1.0', license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
+        description: 'Account ledger, payment-provider order intake and operations on an append-only event log.',
+      },
+      servers: [{ url: '/', description: 'this server' }],
+      ...(deps.apiKey ? { components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } } } : {}),
       security: deps.apiKey ? [{ bearer: [] }] : [],
     },
   });
@@ -98,5 +106,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(accountRoutes, { db: deps.db, ledger: deps.ledger, keys: deps.keys });
   if (deps.orders) await app.register(orderRoutes, { orders: deps.orders });
   if (deps.charges) await app.register(chargeRoutes, { charges: deps.charges });
+  await app.register(operationsApi, { ...deps, metrics });
   return app;
 }

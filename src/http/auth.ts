@@ -4,11 +4,20 @@ import { UnauthorizedError } from '../errors.js';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-/** An onRequest hook requiring `Authorization: Bearer <apiKey>` on every route but /healthz. */
+/** Paths served without the key: liveness, and the console's static files (it asks for the key, then sends it to /ops). */
+const PUBLIC_PATHS = ['/healthz', '/console'];
+
+/** Whether a path (a URL or a route pattern) is served without the API key. */
+export function isPublicPath(url: string): boolean {
+  const path = url.split('?')[0]!;
+  return PUBLIC_PATHS.some((open) => path === open || path.startsWith(`${open}/`));
+}
+
+/** An onRequest hook requiring `Authorization: Bearer <apiKey>` on every route but the {@link isPublicPath} ones. */
 export function bearerAuth(apiKey: string) {
   const expected = digest(apiKey);
   return async (request: FastifyRequest): Promise<void> => {
-    if (request.url === '/healthz' || request.url.startsWith('/healthz?')) return;
+    if (isPublicPath(request.url)) return;
     const match = /^Bearer (.+)$/.exec(request.headers.authorization ?? '');
     // Compare digests: equal length, constant time, whatever the caller sent.
     if (!match || !timingSafeEqual(digest(match[1]!), expected)) throw new UnauthorizedError();

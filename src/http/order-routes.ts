@@ -20,6 +20,7 @@ function intakeRoute(app: FastifyInstance, orders: Orders): void {
     '/intake/:source/orders',
     {
       schema: {
+        operationId: 'receiveOrderSnapshot',
         summary: "Receive a provider's order snapshot (webhook); a redelivery of the same snapshot is stored once",
         params: sourceParams,
         body: {
@@ -27,7 +28,7 @@ function intakeRoute(app: FastifyInstance, orders: Orders): void {
           properties: {
             orderId: { anyOf: [{ type: 'string' }, { type: 'integer' }] },
             status: { type: 'string', enum: [...ORDER_STATUSES] },
-            lastUpdate: { anyOf: [{ type: 'string' }, { type: 'null' }], description: 'ISO 8601 with an offset, any precision' },
+            lastUpdate: { type: 'string', nullable: true, description: 'ISO 8601 with an offset, any precision' },
           },
           required: ['orderId', 'status'],
           additionalProperties: true,
@@ -48,9 +49,10 @@ function readRoute(app: FastifyInstance, orders: Orders): void {
     '/orders/:id',
     {
       schema: {
+        operationId: 'getOrder',
         summary: 'The normalized order and its raw history',
         params: idParams,
-        response: { 200: { type: 'object', properties: { id: { type: 'string' }, state, observedAt: { type: ['string', 'null'] }, history: { type: 'array', items: anyObject } } }, ...errors },
+        response: { 200: { type: 'object', properties: { id: { type: 'string' }, state, observedAt: { type: 'string', nullable: true }, history: { type: 'array', items: anyObject } } }, ...errors },
       },
     },
     (request) => orders.get(request.params.id),
@@ -61,7 +63,7 @@ function renormalizeRoute(app: FastifyInstance, orders: Orders): void {
   const summary = { type: 'object', properties: { runId: { type: 'string' }, total: { type: 'integer' }, counters: { type: 'object', additionalProperties: { type: 'integer' } } } } as const;
   app.post<IdRequest>(
     '/orders/:id/renormalize',
-    { schema: { summary: "Re-run the normalizer over the order's raw snapshots (never its stored row); send {} as the body", params: idParams, response: { 200: summary, ...errors } } },
+    { schema: { operationId: 'renormalizeOrder', summary: "Re-run the normalizer over the order's raw snapshots (never its stored row); send {} as the body", params: idParams, response: { 200: summary, ...errors } } },
     (request) => orders.renormalize(request.params.id),
   );
 }
@@ -71,6 +73,7 @@ function importRoute(app: FastifyInstance, orders: Orders): void {
     '/orders/:id/import',
     {
       schema: {
+        operationId: 'recordOrderImport',
         summary: "Record the back office's import outcome, as an event of the order's stream",
         params: idParams,
         body: {

@@ -54,6 +54,23 @@ export class EffectStateError extends RastroError {
   }
 }
 
+function effectRecord(row: EffectRow): EffectRecord {
+  return {
+    key: row.key,
+    eventId: row.event_id,
+    effectType: row.effect_type,
+    state: row.state,
+    runId: row.run_id,
+    onFailure: row.on_failure,
+    result: row.result,
+    error: row.error,
+    reservedAt: row.reserved_at,
+    updatedAt: row.updated_at,
+    checks: row.checks,
+    checkAfter: row.check_after,
+  };
+}
+
 /**
  * Moves reservations abandoned by dead runners (their lock is gone) or older than the lease:
  * under `keep` to `uncertain` for review, under `release` out of the ledger so the next run
@@ -84,20 +101,19 @@ export function effectLedger(store: EventStore, options: { types?: EffectTypes }
         throw new ValidationError('state', `must be one of ${EFFECT_STATES.map((state) => `'${state}'`).join(', ')}`);
       }
       const { rows } = await db.query<EffectRow>(sql.listEffects, [filter.state ?? null, filter.limit ?? 1000]);
-      return rows.map((row) => ({
-        key: row.key,
-        eventId: row.event_id,
-        effectType: row.effect_type,
-        state: row.state,
-        runId: row.run_id,
-        onFailure: row.on_failure,
-        result: row.result,
-        error: row.error,
-        reservedAt: row.reserved_at,
-        updatedAt: row.updated_at,
-        checks: row.checks,
-        checkAfter: row.check_after,
-      }));
+      return rows.map(effectRecord);
+    },
+    /** One ledger entry, or undefined when the key has none. */
+    async get(key: string): Promise<EffectRecord | undefined> {
+      const { rows } = await db.query<EffectRow>(sql.effectByKey, [key]);
+      return rows[0] ? effectRecord(rows[0]) : undefined;
+    },
+    /** How many entries are in each state. */
+    async countByState(): Promise<Record<EffectRecord['state'], number>> {
+      const { rows } = await db.query<{ state: EffectRecord['state']; n: number }>(sql.effectsByState);
+      const counts: Record<EffectState, number> = { reserved: 0, done: 0, uncertain: 0, failed: 0, 'needs-review': 0 };
+      for (const row of rows) counts[row.state] = Number(row.n);
+      return counts;
     },
     /**
      * Resolves an effect that is `uncertain` or in review, as a person who checked decided:

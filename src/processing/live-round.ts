@@ -1,28 +1,7 @@
-import { quoteSchema } from '../db/schema-name.js';
+import { liveBacklog } from './live-backlog.js';
 import { runLive, type LiveOptions } from './live-runner.js';
 import type { Processor } from './processor.js';
 import { handledTypes } from './read-batch.js';
-
-/**
- * Committed events of the processor's types past their partition's live checkpoint, up to the
- * log's last event when the round began ($6, $7): work a live runner has not done yet. Events
- * committed but held back by an older open transaction count too: the round waits for them. The
- * scan starts after the lowest checkpoint ($4, $5: LOG_START while a partition has none), on the
- * (tx_order, position) index, so it costs what is past the checkpoints, not the log. $1 run id,
- * $2 types, $3 partition count.
- */
-function backlogSql(s: string) {
-  return {
-    lowest: `select tx_order, position from ${s}.processor_checkpoints where run_id = $1 order by tx_order, position limit 1`,
-    partitions: `select count(*)::int as n from ${s}.processor_checkpoints where run_id = $1`,
-    last: `select tx_order, position from ${s}.events order by tx_order desc, position desc limit 1`,
-    left: `select count(*)::bigint as n from ${s}.events e
-      where (e.tx_order, e.position) > ($4, $5) and (e.tx_order, e.position) <= ($6, $7) and e.type = any($2::text[])
-        and not exists (select 1 from ${s}.processor_checkpoints cp where cp.run_id = $1
-                         and cp.partition = mod(hashtext(e.stream_id)::bigint + 2147483648, $3)
-                         and (cp.tx_order, cp.position) >= (e.tx_order, e.position))`,
-  } as const;
-}
 
 export interface LiveRoundOptions extends LiveOptions {
   /** Called while the round runs with the events still to do. */
@@ -43,18 +22,11 @@ export interface LiveRoundOptions extends LiveOptions {
  * ```
  */
 export async function runLiveRound(processor: Processor, options: LiveRoundOptions): Promise<{ events: number; counters: Record<string, number> }> {
-  const sql = backlogSql(quoteSchema(options.store.schema));
-  const { db } = options.store;
+  const backlog = liveBacklog(options.store.db, options.store.schema);
   const runId = `live:${processor.name}`;
   const partitions = options.partitions ?? 8;
-  type Place = { tx_order: number; position: number };
-  const end = (await db.query<Place>(sql.last)).rows[0] ?? { tx_order: 0, position: 0 };
-  const left = async () => {
-    const [{ n: checkpointed }] = (await db.query<{ n: number }>(sql.partitions, [runId])).rows as [{ n: number }];
-    const low = checkpointed < partitions ? undefined : (await db.query<Place>(sql.lowest, [runId])).rows[0];
-    const values = [runId, handledTypes(processor), partitions, low?.tx_order ?? 0, low?.position ?? 0, end.tx_order, end.position];
-    return Number((await db.query<{ n: number }>(sql.left, values)).rows[0]?.n ?? 0);
-  };
+  const end = await backlog.last();
+  const left = async () => (await backlog.of(runId, handledTypes(processor), partitions, end)).events;
   let failure: unknown;
   const runner = await runLive(processor, {
     ...options,

@@ -17,3 +17,45 @@ export async function runDiff(store: EventStore, runId: string): Promise<DiffRow
   const { rows } = await store.db.query<{ projection: string; key: string; before: unknown; after: unknown }>(sql.diffs, [runId]);
   return rows.map((row) => ({ runId, ...row }));
 }
+
+/** A page of a run's diff, with the totals of the whole run. */
+export interface DiffPage {
+  /** Rows matching the filter, over all pages. */
+  matching: number;
+  rows: DiffRow[];
+  /** Per projection: keys the run would add (none before) and keys it would change. */
+  totals: { projection: string; added: number; changed: number }[];
+}
+
+/**
+ * One page of a run's diff, filtered by projection and by text in the key.
+ *
+ * @example
+ * ```ts
+ * const { matching, rows } = await runDiffPage(store, 'fix-10-14', { projection: 'commission', keyContains: 'order-4', limit: 50 })
+ * ```
+ */
+export async function runDiffPage(
+  store: EventStore,
+  runId: string,
+  options: { projection?: string; keyContains?: string; limit?: number; offset?: number } = {},
+): Promise<DiffPage> {
+  const sql = processingSql(quoteSchema(store.schema));
+  const [page, totals] = await Promise.all([
+    store.db.query<{ projection: string; key: string; before: unknown; after: unknown; matching: number }>(sql.diffPage, [
+      runId, options.projection ?? null, options.keyContains || null, options.limit ?? 100, options.offset ?? 0,
+    ]),
+    store.db.query<{ projection: string; added: number; changed: number }>(sql.diffTotals, [runId]),
+  ]);
+  let matching = Number(page.rows[0]?.matching ?? 0);
+  // A page past the end has no row to carry the count: count again without the page.
+  if (page.rows.length === 0 && (options.offset ?? 0) > 0) {
+    const all = await store.db.query<{ matching: number }>(sql.diffPage, [runId, options.projection ?? null, options.keyContains || null, 1, 0]);
+    matching = Number(all.rows[0]?.matching ?? 0);
+  }
+  return {
+    matching,
+    rows: page.rows.map(({ matching: _matching, ...row }) => ({ runId, ...row })),
+    totals: totals.rows.map((row) => ({ projection: row.projection, added: Number(row.added), changed: Number(row.changed) })),
+  };
+}

@@ -129,6 +129,18 @@ export function processingSql(s: string) {
       select $1, * from unnest($2::text[], $3::text[], $4::jsonb[], $5::jsonb[])
       on conflict (run_id, projection, key) do update set after = excluded.after`,
     diffs: `select projection, key, before, after from ${s}.replay_diffs where run_id = $1 order by projection, key`,
+    /** One page of a run's diff: $2 projection (null: all), $3 text in the key (null: any), $4 limit, $5 offset. */
+    diffPage: `select projection, key, before, after, count(*) over ()::bigint as matching from ${s}.replay_diffs
+      where run_id = $1 and ($2::text is null or projection = $2) and ($3::text is null or strpos(key, $3) > 0)
+      order by projection, key limit $4 offset $5`,
+    /** A run's diff totals per projection: keys it would add (no row before) and keys it would change. */
+    diffTotals: `select projection, count(*) filter (where before is null)::bigint as added, count(*) filter (where before is not null)::bigint as changed
+      from ${s}.replay_diffs where run_id = $1 group by projection order by projection`,
+    /** Runs of mode $1 (null: live and replay), newest first. */
+    listRuns: `select run_id, processor, mode, simulate, window_from, window_to, from_position, to_position, total_events, status, started_at, updated_at, partitions
+      from ${s}.processor_runs where ($1::text is null and mode in ('live', 'replay')) or mode = $1 order by started_at desc, run_id limit $2`,
+    /** Counters of the runs in $1, one row per run and counter. */
+    countersOfRuns: `select run_id, name, value from ${s}.run_counters where run_id = any($1::text[])`,
 
     /**
      * Reserves effects; returns the keys this call reserved. An existing reservation is taken
@@ -176,6 +188,9 @@ export function processingSql(s: string) {
     resolveRetry: `delete from ${s}.effects where key = $1 and state in ('uncertain', 'needs-review') and event_id is not null
       returning key, event_id, effect_type, state, result, error`,
     effectState: `select state, event_id from ${s}.effects where key = $1`,
+    effectByKey: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, checks, check_after from ${s}.effects where key = $1`,
+    /** Ledger entries by state: the open ones on the effects_open index, done ones by count. */
+    effectsByState: `select state, count(*)::bigint as n from ${s}.effects group by state`,
 
     /** The ledger entries of events $1 for effect types $2 (see {@link ledgerJson}). */
     ledgerOfEvents: ledgerJson(s, '$1::uuid[]', '$2::text[]'),
@@ -188,6 +203,9 @@ export function processingSql(s: string) {
       where ($1::text is null or run_id = $1) order by run_id, stream_id, position limit $2`,
     parkedOfStream: `select event_id from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`,
     parkedEvent: `select processor, run_id, stream_id from ${s}.parked_events where event_id = $1`,
+    /** Parked rows per processor, apart for relays (parked messages) and processors (parked events). */
+    parkedCounts: `select p.processor, coalesce(r.mode = 'relay', false) as relay, count(*)::bigint as n from ${s}.parked_events p
+      left join ${s}.processor_runs r on r.run_id = p.run_id group by 1, 2 order by 1`,
     /**
      * The hold on a run's parked stream ($1 `<schema>:<run id>`, $2 the streams, taken in one
      * order): a retry holds it for its whole run, a batch parking events behind a blocked stream

@@ -1,0 +1,49 @@
+// Overview: the figures now, and their last hour as charts.
+import { api } from './api.js';
+import { lineChart } from './chart.js';
+import { every, h, seconds } from './dom.js';
+
+function card(id, label, value, sub, alert = false) {
+  return h('div', { class: `card${alert ? ' alert' : ''}`, 'data-figure': id },
+    h('div', { class: 'label' }, label), h('div', { class: 'value' }, value), sub ? h('div', { class: 'sub' }, sub) : null);
+}
+
+function cards(f) {
+  const relayLag = Math.max(0, ...f.relays.map((r) => r.lagSeconds ?? 0));
+  const pending = f.relays.reduce((sum, r) => sum + r.pending, 0);
+  return h('div', { class: 'cards' },
+    card('relay-lag', 'Relay lag (oldest unpublished)', seconds(f.relays.length ? relayLag : null), `${pending} messages pending in ${f.relays.length} relay(s)`),
+    f.processors.map((p) => card(`processor-lag.${p.processor}`, `${p.processor}: checkpoint lag`, `${p.eventsBehind} events`, `oldest ${seconds(p.secondsBehind)}`, p.eventsBehind > 0)),
+    card('normalizer-lag', 'Normalizer lag', `${f.normalizer.eventsBehind} snapshots`, `oldest ${seconds(f.normalizer.secondsBehind)}`, f.normalizer.eventsBehind > 0),
+    card('effects.uncertain', 'Uncertain effects', f.effects.uncertain, 'waiting for review', f.effects.uncertain > 0),
+    card('effects.reserved', 'Reserved effects', f.effects.reserved, 'calls in flight'),
+    card('effects.done', 'Done effects', f.effects.done),
+    card('parked.events', 'Parked events', f.parked.events, Object.entries(f.parked.eventsByProcessor).map(([k, v]) => `${k}: ${v}`).join(', ') || 'none', f.parked.events > 0),
+    card('parked.messages', 'Parked outbox messages', f.parked.messages, null, f.parked.messages > 0),
+    card('readers.heldBack', 'Events held back from readers', f.readers.heldBack, `oldest open transaction ${seconds(f.readers.oldestWriterSeconds)}`, f.readers.heldBack > 0),
+  );
+}
+
+const labelOf = (labels) => Object.values(labels).join(' ') || 'value';
+
+function charts(timeline) {
+  const byName = new Map();
+  for (const series of timeline.series) {
+    if (!byName.has(series.name)) byName.set(series.name, { help: series.help, lines: [] });
+    byName.get(series.name).lines.push({ label: labelOf(series.labels), values: series.values });
+  }
+  if (byName.size === 0) return h('p', { class: 'empty' }, 'No samples yet: the server samples the figures every 10 s.');
+  return h('div', { class: 'charts' }, [...byName.entries()].map(([name, { help, lines }]) => lineChart(help, timeline.times, lines, name)));
+}
+
+export async function renderOverview(root) {
+  const now = h('section', { 'aria-labelledby': 'now-title' }, h('h2', { id: 'now-title' }, 'Now'));
+  const hour = h('section', { 'aria-labelledby': 'hour-title' }, h('h2', { id: 'hour-title' }, 'Last hour'));
+  root.append(h('h1', {}, 'Overview'), now, hour);
+  return every(10_000, async () => {
+    const [figures, timeline] = await Promise.all([api('/ops/figures'), api('/ops/figures/timeline')]);
+    now.replaceChildren(now.firstChild, cards(figures));
+    hour.replaceChildren(hour.firstChild, charts(timeline));
+    document.getElementById('updated').textContent = `updated ${new Date(figures.at).toLocaleTimeString()}`;
+  });
+}

@@ -1,0 +1,81 @@
+// Review queue: uncertain effects to resolve, parked events and outbox messages to retry or skip.
+import { api } from './api.js';
+import { announce, confirmAction, every, h } from './dom.js';
+
+const time = (iso) => new Date(iso).toLocaleString();
+
+/** Runs an action after the dialog confirms it, reports what it changed, then reloads the lists. */
+async function act({ title, text, okLabel, request, describe, reload, button }) {
+  if (!(await confirmAction(title, text, okLabel))) return;
+  button.disabled = true;
+  try {
+    const result = await request();
+    const message = describe(result);
+    announce(message);
+    document.getElementById('review-result').textContent = message;
+  } catch (err) {
+    announce(`Not done: ${err.message}`, 'error');
+    document.getElementById('review-result').textContent = `Not done: ${err.message}`;
+  } finally {
+    await reload();
+  }
+}
+
+function effectsTable(effects, reload) {
+  if (effects.length === 0) return h('p', { class: 'empty' }, 'No uncertain effects.');
+  const resolve = (effect, as, button) => act({
+    button, reload,
+    title: as === 'done' ? 'Confirm it happened' : 'Release for retry',
+    text: as === 'done'
+      ? `Mark ${effect.effectType} of event ${effect.eventId} as done? Do this only when you checked with the provider that it happened: it will never be called again.`
+      : `Release ${effect.effectType} of event ${effect.eventId}? The next run that reaches the event calls the provider again: do this only when you checked that it did not happen.`,
+    okLabel: as === 'done' ? 'Mark done' : 'Release',
+    request: () => api(`/ops/effects/${encodeURIComponent(effect.key)}/resolve`, { method: 'POST', body: { as } }),
+    describe: (r) => `Effect ${r.key}: ${r.before} → ${r.after}`,
+  });
+  return h('table', {},
+    h('thead', {}, h('tr', {}, ['Effect', 'Event', 'Run', 'Error', 'Since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, effects.map((e) => h('tr', { 'data-effect': e.key },
+      h('td', {}, h('code', {}, e.effectType)), h('td', {}, h('code', {}, e.eventId)), h('td', {}, e.runId), h('td', {}, e.error ?? '—'), h('td', {}, time(e.updatedAt)),
+      h('td', {}, h('div', { class: 'row-actions' },
+        h('button', { type: 'button', onclick: (ev) => resolve(e, 'done', ev.currentTarget) }, 'Confirm it happened'),
+        h('button', { type: 'button', onclick: (ev) => resolve(e, 'retry', ev.currentTarget) }, 'Release for retry')))))));
+}
+
+function parkedTable(rows, kind, reload) {
+  if (rows.length === 0) return h('p', { class: 'empty' }, kind === 'event' ? 'No parked events.' : 'No parked outbox messages.');
+  const idOf = (row) => (kind === 'event' ? row.eventId : row.messageId);
+  const run = (row, action, button) => act({
+    button, reload,
+    title: `${action === 'retry' ? 'Retry' : 'Skip'} parked ${kind}`,
+    text: action === 'retry'
+      ? `Run ${kind === 'event' ? `stream ${row.streamId}` : `aggregate ${row.aggregateKey}`} again from its first parked ${kind}, in order?`
+      : `Give up on ${kind} ${idOf(row)} (it will never be ${kind === 'event' ? 'handled' : 'published'}) and retry the rest of its ${kind === 'event' ? 'stream' : 'aggregate'}?`,
+    okLabel: action === 'retry' ? 'Retry' : 'Skip it',
+    request: () => api(kind === 'event' ? `/ops/parked-events/${idOf(row)}/${action}` : `/ops/outbox/parked/${idOf(row)}/${action}`, { method: 'POST', body: {} }),
+    describe: (r) => `${action === 'retry' ? 'Retried' : 'Skipped'} ${kind} ${idOf(row)}: ${r.handled ?? r.published} ${kind === 'event' ? 'handled' : 'published'}, ${r.stillParked} still parked`,
+  });
+  return h('table', {},
+    h('thead', {}, h('tr', {}, [kind === 'event' ? 'Processor' : 'Relay', kind === 'event' ? 'Stream' : 'Aggregate', 'Id', 'Reason', 'Error', 'Since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, rows.map((row) => h('tr', { [`data-parked-${kind}`]: idOf(row) },
+      h('td', {}, row.processor ?? row.relay), h('td', {}, h('code', {}, row.streamId ?? row.aggregateKey)), h('td', {}, h('code', {}, idOf(row))),
+      h('td', {}, h('span', { class: `badge ${row.reason === 'failed' ? 'failed' : ''}` }, row.reason)), h('td', {}, row.error ?? '—'), h('td', {}, time(row.parkedAt)),
+      h('td', {}, h('div', { class: 'row-actions' },
+        h('button', { type: 'button', onclick: (ev) => run(row, 'retry', ev.currentTarget) }, 'Retry'),
+        h('button', { type: 'button', class: 'danger', onclick: (ev) => run(row, 'skip', ev.currentTarget) }, 'Skip')))))));
+}
+
+export async function renderReview(root) {
+  const effects = h('section', { 'aria-labelledby': 'effects-title' });
+  const events = h('section', { 'aria-labelledby': 'parked-title' });
+  const messages = h('section', { 'aria-labelledby': 'messages-title' });
+  root.append(h('h1', {}, 'Review queue'), h('p', { id: 'review-result', class: 'muted', 'aria-live': 'polite' }), effects, events, messages);
+  const reload = async () => {
+    const [e, p, m] = await Promise.all([api('/ops/effects?state=uncertain'), api('/ops/parked-events'), api('/ops/outbox/parked')]);
+    effects.replaceChildren(h('h2', { id: 'effects-title' }, `Uncertain effects (${e.counts.uncertain})`), effectsTable(e.effects, reload));
+    events.replaceChildren(h('h2', { id: 'parked-title' }, `Parked events (${p.parked.length})`), parkedTable(p.parked, 'event', reload));
+    messages.replaceChildren(h('h2', { id: 'messages-title' }, `Parked outbox messages (${m.parked.length})`), parkedTable(m.parked, 'message', reload));
+  };
+  // Reloading while a dialog is open would replace the button it returns focus to.
+  return every(15_000, () => (document.querySelector('dialog[open]') ? undefined : reload()));
+}

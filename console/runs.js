@@ -1,0 +1,107 @@
+// Replay runs: progress and counters while they go; start a simulate run, then the real one.
+import { api } from './api.js';
+import { announce, confirmAction, every, h, seconds } from './dom.js';
+
+function progressCell(run) {
+  if (run.mode === 'live') return h('span', { class: 'muted' }, `live · ${run.lag.events} behind (${seconds(run.lag.seconds)})`);
+  const percent = Math.round((run.progress ?? 0) * 100);
+  return h('div', {},
+    h('progress', { max: 100, value: percent, 'aria-label': `progress of ${run.runId}` }),
+    h('span', { class: 'percent', 'data-percent': percent }, ` ${percent}%`),
+    h('div', { class: 'muted' }, `${run.done} of ${run.total ?? '?'} events`));
+}
+
+function statusBadge(run) {
+  const state = run.job?.state === 'failed' ? 'failed' : run.status;
+  return h('span', { class: `badge ${state}` }, state, run.job?.error ? ` — ${run.job.error}` : '');
+}
+
+function runsTable(runs) {
+  if (runs.length === 0) return h('p', { class: 'empty' }, 'No runs yet.');
+  return h('table', {},
+    h('thead', {}, h('tr', {}, ['Run', 'Processor', 'Kind', 'Status', 'Progress', 'Counters', ''].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, runs.map((run) => h('tr', { 'data-run': run.runId },
+      h('td', {}, h('code', {}, run.runId)), h('td', {}, run.processor),
+      h('td', {}, run.mode === 'live' ? 'live' : run.simulate ? 'simulate' : 'real replay'),
+      h('td', {}, statusBadge(run)), h('td', {}, progressCell(run)),
+      h('td', {}, h('pre', { class: 'counters' }, Object.entries(run.counters).map(([k, v]) => `${k} ${v}`).join('\n') || '—')),
+      h('td', {}, run.simulate ? h('a', { href: `#/runs/${encodeURIComponent(run.runId)}/diff` }, 'Open diff') : null)))));
+}
+
+function startForm(processors, onStarted) {
+  const field = (id, label, input) => h('div', {}, h('label', { for: id }, label), input);
+  const processor = h('select', { id: 'replay-processor', name: 'processor', required: true }, processors.map((p) => h('option', { value: p.name }, p.name)));
+  const runId = h('input', { id: 'replay-run-id', name: 'runId', placeholder: 'generated', pattern: '[A-Za-z0-9][A-Za-z0-9_.:\\-]{0,99}' });
+  const from = h('input', { id: 'replay-from', name: 'from', type: 'datetime-local' });
+  const to = h('input', { id: 'replay-to', name: 'to', type: 'datetime-local' });
+  const simulate = h('input', { id: 'replay-simulate', name: 'simulate', type: 'checkbox', checked: true });
+  const policy = h('textarea', { id: 'replay-policy', name: 'policy', rows: 2, cols: 36 }, '{}');
+  const submit = h('button', { type: 'submit', class: 'primary', id: 'replay-start' }, 'Start simulate run');
+  simulate.addEventListener('change', () => (submit.textContent = simulate.checked ? 'Start simulate run' : 'Start real run'));
+  const form = h('form', { class: 'inline', 'aria-labelledby': 'start-title' },
+    field('replay-processor', 'Processor', processor), field('replay-run-id', 'Run id (optional)', runId),
+    field('replay-from', 'Events from (local time)', from), field('replay-to', 'Events before', to),
+    h('div', { class: 'check' }, simulate, h('label', { for: 'replay-simulate' }, 'Simulate: record a diff, call nothing')),
+    field('replay-policy', 'Effect policy (JSON)', policy), submit);
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    let parsedPolicy;
+    try {
+      parsedPolicy = JSON.parse(policy.value || '{}');
+    } catch {
+      announce('The policy is not valid JSON.', 'error');
+      policy.focus();
+      return;
+    }
+    const body = { processor: processor.value, simulate: simulate.checked, policy: parsedPolicy };
+    if (runId.value) body.runId = runId.value;
+    if (from.value) body.from = new Date(from.value).toISOString();
+    if (to.value) body.to = new Date(to.value).toISOString();
+    const what = simulate.checked ? 'a simulate run (no state written, no effect called)' : 'a REAL replay: it writes state and calls providers by the policy';
+    if (!(await confirmAction(simulate.checked ? 'Start simulate run' : 'Start real run', `Start ${what} of ${body.processor}${from.value || to.value ? ` over ${from.value || 'the start'} → ${to.value || 'now'}` : ' over the whole log'}?`, 'Start'))) return;
+    submit.disabled = true;
+    try {
+      const started = await api('/ops/replays', { method: 'POST', body });
+      announce(`Started run ${started.runId}`);
+      document.getElementById('runs-result').textContent = `Started run ${started.runId}.`;
+      await onStarted();
+    } catch (err) {
+      const field = err.problem?.field ? ` (${err.problem.field})` : '';
+      announce(`Not started${field}: ${err.message}`, 'error');
+      document.getElementById('runs-result').textContent = `Not started${field}: ${err.message}`;
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}
+
+export async function renderRuns(root) {
+  const { processors } = await api('/ops/processors');
+  const list = h('section', { 'aria-labelledby': 'runs-title' }, h('h2', { id: 'runs-title' }, 'Runs'));
+  const reload = async () => {
+    const { runs } = await api('/ops/runs');
+    list.replaceChildren(list.firstChild, runsTable(runs));
+    return runs;
+  };
+  const start = processors.length
+    ? startForm(processors, reload)
+    : h('p', { class: 'empty' }, 'This server has no processors loaded: start it with --processors <module> or a rastro.config.js to run replays.');
+  root.append(h('h1', {}, 'Replay runs'), h('h2', { id: 'start-title' }, 'Start a replay'), start, h('p', { id: 'runs-result', class: 'muted', 'aria-live': 'polite' }), list);
+  // Poll fast while a replay runs, slowly otherwise.
+  let fast = false;
+  let stop = () => {};
+  const schedule = () => {
+    stop();
+    stop = every(fast ? 1000 : 5000, async () => {
+      const runs = await reload();
+      const running = runs.some((run) => run.mode === 'replay' && run.status === 'running' && run.job?.state !== 'failed');
+      if (running !== fast) {
+        fast = running;
+        setTimeout(schedule);
+      }
+    });
+  };
+  schedule();
+  return () => stop();
+}

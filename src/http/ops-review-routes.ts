@@ -1,0 +1,153 @@
+import type {} from '@fastify/swagger';
+import type { FastifyInstance } from 'fastify';
+import type { Publisher } from '../brokers/message.js';
+import { OperationConflictError, OperationTargetNotFoundError } from '../operations/errors.js';
+import { relayAdmin } from '../outbox/relay-admin.js';
+import { effectLedger, type EffectRecord } from '../processing/effect-admin.js';
+import { parkedEvents } from '../processing/parking.js';
+import type { Processor } from '../processing/processor.js';
+import type { EventStore } from '../store/event-store.js';
+import { integerQueries, counters, emptyBody, limitQuery, nullableNumber, nullableString, opsErrorHandler, opsErrors, problem, uuidPattern } from './ops-schemas.js';
+
+export interface ReviewRouteDeps {
+  store: EventStore;
+  processors?: ReadonlyMap<string, Processor>;
+  publisher?: () => Publisher | undefined;
+}
+
+const tags = ['review'];
+/** Relays park messages in the same table; they are listed under /ops/outbox/parked. */
+const RELAY_RUN_PREFIX = 'relay:';
+const effectState = { type: 'string', enum: ['reserved', 'done', 'uncertain'] } as const;
+const effectSchema = {
+  type: 'object',
+  properties: {
+    key: { type: 'string' }, eventId: { type: 'string' }, effectType: { type: 'string' }, state: effectState, runId: { type: 'string' },
+    onFailure: { type: 'string', enum: ['release', 'keep'] }, result: { description: 'what the provider answered (any JSON), or null' }, error: nullableString,
+    reservedAt: { type: 'string', format: 'date-time' }, updatedAt: { type: 'string', format: 'date-time' },
+  },
+} as const;
+const parkedSchema = {
+  type: 'object',
+  properties: {
+    processor: { type: 'string' }, runId: { type: 'string' }, eventId: { type: 'string' }, streamId: { type: 'string' }, position: { type: 'number' },
+    reason: { type: 'string', enum: ['failed', 'waiting'] }, error: nullableString, parkedAt: { type: 'string', format: 'date-time' },
+  },
+} as const;
+const parkedMessageSchema = {
+  type: 'object',
+  properties: {
+    relay: { type: 'string' }, messageId: { type: 'string' }, aggregateKey: { type: 'string' }, position: { type: 'number' },
+    reason: { type: 'string', enum: ['failed', 'waiting'] }, error: nullableString, parkedAt: { type: 'string', format: 'date-time' },
+  },
+} as const;
+const retryResult = { type: 'object', properties: { action: { type: 'string' }, handled: { type: 'number' }, stillParked: { type: 'number' } } } as const;
+const messageResult = { type: 'object', properties: { action: { type: 'string' }, published: { type: 'number' }, stillParked: { type: 'number' } } } as const;
+const uuidParams = (name: string) => ({ type: 'object', properties: { [name]: { type: 'string', pattern: uuidPattern } }, required: [name] }) as const;
+const actionErrors = { 404: problem, 409: problem, 415: problem, ...opsErrors } as const;
+
+/** The review queue: uncertain effects to resolve, parked events and parked outbox messages to retry or skip. */
+export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps): Promise<void> {
+  app.setErrorHandler(opsErrorHandler);
+  app.addHook('preValidation', async (request) => integerQueries(request));
+  const effects = effectLedger(deps.store);
+  const parked = parkedEvents(deps.store);
+  const relays = relayAdmin(deps.store);
+
+  app.get<{ Querystring: { state?: EffectRecord['state']; limit: number } }>('/ops/effects', {
+    schema: {
+      operationId: 'listEffects', tags, summary: 'Effect ledger entries, newest first, with the count in each state',
+      querystring: { type: 'object', properties: { state: effectState, limit: limitQuery }, additionalProperties: false },
+      response: { 200: { type: 'object', properties: { counts: counters, effects: { type: 'array', items: effectSchema } } }, ...opsErrors },
+    },
+  }, async (request) => {
+    const [counts, list] = await Promise.all([effects.countByState(), effects.list(request.query)]);
+    return { counts, effects: list };
+  });
+
+  app.post<{ Params: { key: string }; Body: { as: 'done' | 'retry' } }>('/ops/effects/:key/resolve', {
+    schema: {
+      operationId: 'resolveEffect', tags,
+      summary: 'Resolve an uncertain effect: done (someone confirmed it happened) or retry (release it: the next run that reaches its event executes it)',
+      params: { type: 'object', properties: { key: { type: 'string', minLength: 1, maxLength: 300, description: '<event id>:<effect type>' } }, required: ['key'] },
+      body: { type: 'object', properties: { as: { type: 'string', enum: ['done', 'retry'] } }, required: ['as'], additionalProperties: false },
+      response: { 200: { type: 'object', properties: { key: { type: 'string' }, before: effectState, after: { type: 'string', enum: ['done', 'released'] } } }, ...actionErrors },
+    },
+  }, async (request) => {
+    const { key } = request.params;
+    const entry = await effects.get(key);
+    if (!entry) throw new OperationTargetNotFoundError('effect', key);
+    await effects.resolve(key, request.body.as);
+    return { key, before: entry.state, after: request.body.as === 'done' ? 'done' : 'released' };
+  });
+
+  app.get<{ Querystring: { runId?: string; limit: number } }>('/ops/parked-events', {
+    schema: {
+      operationId: 'listParkedEvents', tags, summary: "Events processors parked (failed), and later events of their streams waiting behind them",
+      querystring: { type: 'object', properties: { runId: { type: 'string', minLength: 1, maxLength: 100 }, limit: limitQuery }, additionalProperties: false },
+      response: { 200: { type: 'object', properties: { parked: { type: 'array', items: parkedSchema } } }, ...opsErrors },
+    },
+  }, async (request) => ({ parked: (await parked.list(request.query)).filter((p) => !p.runId.startsWith(RELAY_RUN_PREFIX)) }));
+
+  const parkedAction = (action: 'retry' | 'skip') => async (request: { params: { eventId: string } }) => {
+    const { eventId } = request.params;
+    const [entry] = (await parked.list({ limit: 100_000 })).filter((p) => p.eventId === eventId && !p.runId.startsWith(RELAY_RUN_PREFIX));
+    if (!entry) throw new OperationTargetNotFoundError('parked event', eventId);
+    const processor = deps.processors?.get(entry.processor);
+    if (!processor) throw new OperationConflictError(`processor ${entry.processor} is not loaded in this server: start it with --processors <module> or a rastro.config.js`);
+    const result = action === 'retry' ? await parked.retry(processor, eventId) : await parked.skip(processor, eventId);
+    return { action, ...result };
+  };
+  for (const action of ['retry', 'skip'] as const) {
+    app.post<{ Params: { eventId: string } }>(`/ops/parked-events/:eventId/${action}`, {
+      schema: {
+        operationId: action === 'retry' ? 'retryParkedEvent' : 'skipParkedEvent', tags,
+        summary: action === 'retry' ? "Run the event's stream again from its first parked event, in order" : 'Give up on this event (never handled), then retry the rest of its stream',
+        params: uuidParams('eventId'), body: emptyBody, response: { 200: retryResult, ...actionErrors },
+      },
+    }, parkedAction(action));
+  }
+
+  app.get('/ops/outbox', {
+    schema: {
+      operationId: 'getOutboxStatus', tags, summary: 'Each relay: messages not yet published, the age of the oldest (its lag), parked messages, counters',
+      response: {
+        200: {
+          type: 'object',
+          properties: {
+            relays: {
+              type: 'array',
+              items: { type: 'object', properties: { name: { type: 'string' }, runId: { type: 'string' }, source: { type: 'string' }, partitions: { type: 'number' }, pending: { type: 'number' }, lagMs: nullableNumber, parked: { type: 'number' }, counters } },
+            },
+          },
+        },
+        ...opsErrors,
+      },
+    },
+  }, async () => ({ relays: await relays.status() }));
+
+  app.get<{ Querystring: { relay?: string; limit: number } }>('/ops/outbox/parked', {
+    schema: {
+      operationId: 'listParkedMessages', tags, summary: 'Outbox messages relays parked (refused by the broker), and those waiting behind them',
+      querystring: { type: 'object', properties: { relay: { type: 'string', minLength: 1, maxLength: 100 }, limit: limitQuery }, additionalProperties: false },
+      response: { 200: { type: 'object', properties: { parked: { type: 'array', items: parkedMessageSchema } } }, ...opsErrors },
+    },
+  }, async (request) => ({ parked: await relays.parked(request.query) }));
+
+  for (const action of ['retry', 'skip'] as const) {
+    app.post<{ Params: { messageId: string } }>(`/ops/outbox/parked/:messageId/${action}`, {
+      schema: {
+        operationId: action === 'retry' ? 'retryParkedMessage' : 'skipParkedMessage', tags,
+        summary: action === 'retry' ? "Publish the message's aggregate again from its first parked message, in order" : 'Give up on this message (never published by its relay), then retry the rest of its aggregate',
+        params: uuidParams('messageId'), body: emptyBody, response: { 200: messageResult, ...actionErrors },
+      },
+    }, async (request) => {
+      const { messageId } = request.params;
+      if (!(await relays.parked({ limit: 100_000 })).some((m) => m.messageId.toLowerCase() === messageId.toLowerCase())) throw new OperationTargetNotFoundError('parked message', messageId);
+      const publisher = deps.publisher?.();
+      if (!publisher) throw new OperationConflictError('this server runs no relay (RASTRO_RELAY=off), so it has no broker to publish to; use rastro outbox parked retry');
+      const result = action === 'retry' ? await relays.retry(messageId, publisher) : await relays.skip(messageId, publisher);
+      return { action, ...result };
+    });
+  }
+}
