@@ -1,8 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Command } from 'commander';
 import { runCommissionStory } from '../demo/commission-story.js';
 import { runOrderStory } from '../demo/order-story.js';
+import { group } from './command-tree.js';
 
 /** `rastro demo commission`: the seed's story on a fresh embedded database. */
 export async function runCommissionDemo(): Promise<void> {
@@ -26,4 +28,14 @@ export async function runOrderDemo(): Promise<void> {
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** `rastro demo …`: each story on a fresh embedded database. */
+export function registerDemoCommands(program: Command): void {
+  const demo = group(program, 'demo', 'stories told end to end on an embedded database');
+  demo.command('commission').summary('run the commission story end to end on an embedded database')
+    .description('the commission story end to end on an embedded database').action(runCommissionDemo);
+  demo.command('orders').summary("run seed 004's order story end to end on an embedded database")
+    .description("Runs seed 004's story (order 260065713, the five stuck orders, a real cancellation after import) on a fresh embedded database, with a fake provider sending webhooks and serving REST pages.")
+    .action(runOrderDemo);
 }

@@ -1,0 +1,83 @@
+/** Where progress goes: stderr by default, so stdout keeps only the result (and --json stays one document). */
+export interface ProgressStream {
+  isTTY?: boolean;
+  write(text: string): unknown;
+}
+
+/** How often the line is redrawn on a terminal, and how often a line is written when piped. */
+export interface ProgressOptions {
+  stream?: ProgressStream;
+  /** @defaultValue 100 */
+  terminalEveryMs?: number;
+  /** @defaultValue 2000 */
+  pipedEveryMs?: number;
+}
+
+/**
+ * The progress of long work. On a terminal it is one line, redrawn in place; piped, it is a
+ * plain line at most every `pipedEveryMs`, and the last state is always written.
+ *
+ * @example
+ * const progress = startProgress();
+ * await runReplay(processor, { store, onProgress: ({ done, total }) => progress.count(done, total) });
+ * progress.end();
+ */
+export interface Progress {
+  /** The current state as free text (`page 3: 120 snapshots stored`); `force` writes it even when piped and throttled. */
+  show(text: string, options?: { force?: boolean }): void;
+  /** Counted work: a bar with done of total, the rate and the time left. */
+  count(done: number, total: number, unit?: string): void;
+  /** Finishes the line: the last state stays on the terminal, or is written when piped. */
+  end(): void;
+}
+
+const CLEAR_LINE = '\r\x1b[2K';
+
+const formatSeconds = (seconds: number) => {
+  if (!Number.isFinite(seconds) || seconds < 0) return '?';
+  const s = Math.round(seconds);
+  return s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${s}s`;
+};
+
+/** The text of a counted step: `[#####.....] 50/100 events  1200 events/s  ETA 1s`. */
+export function progressBarText(done: number, total: number, elapsedMs: number, unit = 'events'): string {
+  const rate = done / Math.max(0.001, elapsedMs / 1000);
+  const width = 30;
+  const filled = total > 0 ? Math.min(width, Math.round((done / total) * width)) : width;
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${unit}  ${Math.round(rate)} ${unit}/s  ETA ${formatSeconds((total - done) / rate)}`;
+}
+
+export function startProgress(options: ProgressOptions = {}): Progress {
+  const stream = options.stream ?? process.stderr;
+  const terminal = stream.isTTY === true;
+  const every = terminal ? (options.terminalEveryMs ?? 100) : (options.pipedEveryMs ?? 2000);
+  const started = Date.now();
+  let lastWrite = 0;
+  let latest: string | undefined;
+  let written: string | undefined;
+  let ended = false;
+
+  const write = (text: string) => {
+    stream.write(terminal ? `${CLEAR_LINE}${text}` : `${text}\n`);
+    written = text;
+    lastWrite = Date.now();
+  };
+
+  const show = (text: string, { force = false } = {}) => {
+    if (ended) return;
+    latest = text;
+    if (!terminal && !force && text === written) return; // piped: no line that says nothing new
+    if (force || Date.now() - lastWrite >= every) write(text);
+  };
+
+  return {
+    show,
+    count: (done, total, unit) => show(progressBarText(done, total, Date.now() - started, unit)),
+    end() {
+      if (ended) return;
+      if (latest !== undefined && latest !== written) write(latest);
+      if (terminal && written !== undefined) stream.write('\n');
+      ended = true;
+    },
+  };
+}
