@@ -35,7 +35,7 @@ function describe(error: CommanderError, command: Command): string {
     case 'commander.missingArgument': {
       const name = quoted(error.message);
       const argument = command.registeredArguments.find((a) => a.name() === name);
-      return `${command.name()} needs ${argument?.description || `<${name}>`}`;
+      return `${words} needs ${argument?.description || `<${name}>`}`;
     }
     case 'commander.optionMissingArgument':
       return `${quoted(error.message).split(' ')[0]} needs a value`;
