@@ -23,8 +23,12 @@ export interface ProgressOptions {
  * progress.end();
  */
 export interface Progress {
-  /** The current state as free text (`page 3: 120 snapshots stored`); `force` writes it even when piped and throttled. */
-  show(text: string, options?: { force?: boolean }): void;
+  /**
+   * The current state as free text (`page 3: 120 snapshots stored`). `force` writes it even when
+   * throttled; `state` is what it says apart from changing figures (default the text): piped, a
+   * line whose state was just written is not written again.
+   */
+  show(text: string, options?: { force?: boolean; state?: string }): void;
   /** Counted work: a bar with done of total, the rate and the time left. */
   count(done: number, total: number, unit?: string): void;
   /** Finishes the line: the last state stays on the terminal, or is written when piped. */
@@ -55,27 +59,33 @@ export function startProgress(options: ProgressOptions = {}): Progress {
   let lastWrite = 0;
   let latest: string | undefined;
   let written: string | undefined;
+  // What a line says apart from its changing figures (a rate): piped, a line that says nothing new is not written.
+  let latestState: string | undefined;
+  let writtenState: string | undefined;
   let ended = false;
 
-  const write = (text: string) => {
+  const write = (text: string, state: string | undefined) => {
     stream.write(terminal ? `${CLEAR_LINE}${text}` : `${text}\n`);
     written = text;
+    writtenState = state;
     lastWrite = Date.now();
   };
 
-  const show = (text: string, { force = false } = {}) => {
+  const show = (text: string, { force = false, state = text } = {}) => {
     if (ended) return;
     latest = text;
-    if (!terminal && !force && text === written) return; // piped: no line that says nothing new
-    if (force || Date.now() - lastWrite >= every) write(text);
+    latestState = state;
+    if (!terminal && !force && state === writtenState) return;
+    if (force || Date.now() - lastWrite >= every) write(text, state);
   };
 
   return {
     show,
-    count: (done, total, unit) => show(progressBarText(done, total, Date.now() - started, unit)),
+    count: (done, total, unit) => show(progressBarText(done, total, Date.now() - started, unit), { state: `${done}/${total}` }),
     end() {
       if (ended) return;
-      if (latest !== undefined && latest !== written) write(latest);
+      const behind = terminal ? latest !== written : latestState !== writtenState;
+      if (latest !== undefined && behind) write(latest, latestState);
       if (terminal && written !== undefined) stream.write('\n');
       ended = true;
     },

@@ -26,6 +26,15 @@ describe('the progress line', () => {
     expect(piped.writes.join('')).not.toContain('\r');
   });
 
+  it('redraws the last state on a terminal when it ends, even if only the rate changed', () => {
+    const tty = stream(true);
+    const progress = startProgress({ stream: tty, terminalEveryMs: 60_000 });
+    progress.show('a', { state: 's' });
+    progress.show('b', { state: 's' });
+    progress.end();
+    expect(tty.writes).toEqual(['\r\x1b[2Ka', '\r\x1b[2Kb', '\n']);
+  });
+
   it('does not repeat a piped line that says nothing new, unless forced', () => {
     const piped = stream(false);
     const progress = startProgress({ stream: piped, pipedEveryMs: 0 });
@@ -42,6 +51,7 @@ describe('the progress line', () => {
     const piped = stream(false);
     const progress = startProgress({ stream: piped });
     progress.count(4, 4);
+    progress.count(4, 4); // the same count at another rate: nothing new to say
     progress.end();
     expect(piped.writes).toHaveLength(1);
     expect(piped.writes[0]).toMatch(/^\[#{30}\] 4\/4 events .* events\/s {2}ETA 0s\n$/);
