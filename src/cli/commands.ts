@@ -11,8 +11,20 @@ export type CommandRegistration = (program: Command) => void;
 
 /**
  * Every command of rastro, in the order `rastro --help` lists them. A new command is a
- * registration function in its own module, added here; help, --help, exit codes and the
- * misuse messages come with it.
+ * registration function in its own module, added here; `--help`, the usage lines, exit codes
+ * and misuse messages come with it, and test/cli/command-line.test.ts checks its help.
+ *
+ * @example
+ * ```ts
+ * // src/cli/reconcile-command.ts
+ * export function registerReconcileCommand(program: Command): void {
+ *   program.command('reconcile').description('ask providers about uncertain effects')
+ *     .option('--once', 'one round, then exit').addOption(limitOption(100)).addOption(jsonOption())
+ *     .action((options: { once?: boolean; limit: number; json?: boolean }) => withStore((store) => reconcile(store, options)));
+ *   group(program, 'demo', 'stories told end to end on an embedded database').command('charges')
+ *     .description('the charges story end to end on an embedded database').action(runChargesDemo);
+ * }
+ * ```
  */
 export const COMMANDS: readonly CommandRegistration[] = [
   registerServerCommands,

@@ -19,10 +19,11 @@ export function synopsis(command: Command): string {
   return [commandPath(command), ...command.registeredArguments.map(argumentWord), ...visibleOptions(command).map(optionWord)].join(' ');
 }
 
-function usageLines(command: Command): string[] {
-  if (!command.parent) return [`${command.name()} <command> [options]`];
+/** `usage: rastro outbox status [--json]` and, aligned below it, the other commands of a group. */
+function usageText(command: Command): string[] {
   const own = runsItself(command) ? [synopsis(command)] : [];
-  return [...own, ...runnableCommands(command).map(synopsis)];
+  const [first, ...rest] = command.parent ? [...own, ...runnableCommands(command).map(synopsis)] : [`${command.name()} <command> [options]`];
+  return [`usage: ${first}`, ...rest.map((line) => `       ${line}`)];
 }
 
 /** The term of a command in its group's list: its words below the group, and its arguments. */
@@ -39,10 +40,10 @@ function section(heading: string, items: [string, string][], helper: Help): stri
   return [heading, ...items.map(([term, description]) => helper.formatItem(term, width, description, helper)), ''];
 }
 
+/** The text of `--help`, for commander's `configureHelp({ formatHelp })`. */
 export function formatHelp(command: Command, helper: Help): string {
   const width = helper.helpWidth ?? 80;
-  const [first, ...rest] = usageLines(command);
-  const out = [`usage: ${first}`, ...rest.map((line) => `       ${line}`), ''];
+  const out = [...usageText(command), ''];
   const description = command.description();
   if (description) out.push(helper.boxWrap(description, width), '');
   out.push(...section('arguments:', command.registeredArguments.map((a) => [argumentWord(a), helper.argumentDescription(a)]), helper));
@@ -56,6 +57,5 @@ export function formatHelp(command: Command, helper: Help): string {
 
 /** What a misuse prints after its message: the command's usage lines and where to read more. */
 export function usageBlock(command: Command): string {
-  const [first, ...rest] = usageLines(command);
-  return [`usage: ${first}`, ...rest.map((line) => `       ${line}`), `(${commandPath(command)} --help shows more)`].join('\n');
+  return [...usageText(command), `(${commandPath(command)} --help shows more)`].join('\n');
 }

@@ -20,7 +20,7 @@ const quoted = (message: string) => /'([^']*)'/.exec(message)?.[1] ?? '';
 const suggestion = (message: string) => /\(Did you mean ([^?]*)\?\)/.exec(message)?.[1];
 
 /** One sentence naming the problem, from commander's error and the command it concerns. */
-function describe(error: CommanderError, command: Command): string {
+function misuseMessage(error: CommanderError, command: Command): string {
   const path = commandPath(command);
   const words = path.split(' ').slice(1).join(' ') || path; // `outbox parked`, after the `rastro: ` prefix
   const hint = suggestion(error.message);
@@ -58,5 +58,5 @@ function describe(error: CommanderError, command: Command): string {
 
 /** The misuse as a {@link UsageError}: a message and the usage lines of the command concerned. */
 export function usageErrorOf(misuse: CommandLineMisuse): UsageError {
-  return new UsageError(describe(misuse.error, misuse.command), usageBlock(misuse.command));
+  return new UsageError(misuseMessage(misuse.error, misuse.command), usageBlock(misuse.command));
 }

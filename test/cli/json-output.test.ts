@@ -31,12 +31,13 @@ const targets: Target[] = [
     },
   },
 ];
-if (DATABASE_URL) {
+const serverUrl = DATABASE_URL;
+if (serverUrl) {
   targets.push({
     name: 'real PostgreSQL',
     async open() {
       const schema = schemaName();
-      return { url: DATABASE_URL, schema, env: { DATABASE_URL, RASTRO_SCHEMA: schema } };
+      return { url: serverUrl, schema, env: { DATABASE_URL: serverUrl, RASTRO_SCHEMA: schema } };
     },
   });
 }
