@@ -8,7 +8,7 @@ import type { Services } from '../server.js';
 import { group } from './command-tree.js';
 import { checkedArgument, jsonOption, wholeNumber } from './options.js';
 import { counterTable, printJson, table } from './output.js';
-import { startProgress } from './progress.js';
+import { showWhileRunning, startProgress } from './progress.js';
 import { withServices } from './services.js';
 import { stopSignal } from './stop-signal.js';
 import { UsageError } from './usage-error.js';
@@ -47,13 +47,12 @@ async function oneRound({ orders }: Services, options: { json?: boolean }): Prom
 }
 
 async function normalizeLive({ orders, store }: Services): Promise<void> {
-  const runner = await runLive(orders.normalizer, { store, policy: ORDER_NORMALIZER_POLICY, onError: (err) => console.error(`rastro: batch failed: ${(err as Error).message}`) });
-  console.log(`order normalizer running live (${runner.runId}); Ctrl-C stops it`);
   const progress = startProgress({ pipedEveryMs: 10_000 });
-  const ticker = setInterval(() => progress.show(`${runner.counters.get('events')} event(s) normalized so far`), 1000);
+  const runner = await runLive(orders.normalizer, { store, policy: ORDER_NORMALIZER_POLICY, onError: (err) => progress.note(`rastro: batch failed: ${(err as Error).message}`) });
+  console.log(`order normalizer running live (${runner.runId}); Ctrl-C stops it`);
+  const stopShowing = showWhileRunning(progress, () => `${runner.counters.get('events')} event(s) normalized so far`);
   await stopSignal();
-  clearInterval(ticker);
-  progress.end();
+  stopShowing();
   await runner.stop();
 }
 

@@ -9,7 +9,7 @@ import type { EventStore } from '../store/event-store.js';
 import { group } from './command-tree.js';
 import { jsonOption, limitOption, wholeNumber } from './options.js';
 import { printList } from './output.js';
-import { startProgress } from './progress.js';
+import { showWhileRunning, startProgress } from './progress.js';
 import { withStore } from './services.js';
 import { stopSignal } from './stop-signal.js';
 import { UsageError } from './usage-error.js';
@@ -36,20 +36,18 @@ const countersLine = (relay: Relay) => relay.counters.entries().map(([name, valu
 async function relay(store: EventStore, config: RastroConfig, options: RelayOptions): Promise<void> {
   const events = selection(options);
   const publisher = openPublisher(config);
+  const progress = startProgress({ pipedEveryMs: 10_000 });
   const relay = await runRelay({
     store, publisher, name: options.name, events, partitions: options.partitions,
-    onError: (err) => console.error(`rastro relay: ${err instanceof Error ? err.message : String(err)} (backing off, will retry)`),
+    onError: (err) => progress.note(`rastro relay: ${err instanceof Error ? err.message : String(err)} (backing off, will retry)`),
   });
   console.log(`relay ${relay.runId} publishing to ${config.brokerUrl ? publisher.kind : 'the in-process publisher (set RASTRO_BROKER_URL for a broker)'}`);
-  const progress = startProgress({ pipedEveryMs: 10_000 });
-  const ticker = setInterval(() => {
+  const stopShowing = showWhileRunning(progress, () => {
     const line = countersLine(relay);
-    if (line) progress.show(`relay ${relay.runId}: ${line} (partitions ${relay.partitions.join(',') || 'none'})`);
-  }, 1000);
-  ticker.unref();
+    return line && `relay ${relay.runId}: ${line} (partitions ${relay.partitions.join(',') || 'none'})`;
+  });
   await stopSignal();
-  clearInterval(ticker);
-  progress.end();
+  stopShowing();
   await relay.stop();
   await publisher.close();
   console.log(`relay stopped: ${countersLine(relay) || 'nothing published'}`);

@@ -11,7 +11,7 @@ import { findProcessor } from './load-processors.js';
 import { group } from './command-tree.js';
 import { choiceOption, isoDate, jsonOption, limitOption, processorsOption } from './options.js';
 import { counterTable, csv, printJson, printList, table } from './output.js';
-import { startProgress } from './progress.js';
+import { showWhileRunning, startProgress } from './progress.js';
 import { withStore } from './services.js';
 import { stopSignal } from './stop-signal.js';
 
@@ -99,9 +99,12 @@ async function live(name: string, options: { policy?: string; processors?: strin
   const processor = await findProcessor(name, options.processors);
   const policy = await readPolicy(options.policy);
   await withStore(async (store) => {
-    const runner = await runLive(processor, { store, policy, onError: (err) => console.error(`rastro: batch failed: ${(err as Error).message}`) });
+    const progress = startProgress({ pipedEveryMs: 10_000 });
+    const runner = await runLive(processor, { store, policy, onError: (err) => progress.note(`rastro: batch failed: ${(err as Error).message}`) });
     console.log(`live run ${runner.runId} started; partitions ${runner.partitions.join(', ') || 'none yet'}; Ctrl-C stops it`);
+    const stopShowing = showWhileRunning(progress, () => `live run ${runner.runId}: ${runner.counters.get('events')} event(s) handled (partitions ${runner.partitions.join(',') || 'none'})`);
     await stopSignal();
+    stopShowing();
     await runner.stop();
   });
 }

@@ -31,6 +31,8 @@ export interface Progress {
   show(text: string, options?: { force?: boolean; state?: string }): void;
   /** Counted work: a bar with done of total, the rate and the time left. */
   count(done: number, total: number, unit?: string): void;
+  /** A message of its own (a failed batch) on stderr, without breaking the progress line. */
+  note(line: string): void;
   /** Finishes the line: the last state stays on the terminal, or is written when piped. */
   end(): void;
 }
@@ -82,6 +84,10 @@ export function startProgress(options: ProgressOptions = {}): Progress {
   return {
     show,
     count: (done, total, unit) => show(progressBarText(done, total, Date.now() - started, unit), { state: `${done}/${total}` }),
+    note(line) {
+      if (!terminal || ended || written === undefined) return void stream.write(`${line}\n`);
+      stream.write(`${CLEAR_LINE}${line}\n${CLEAR_LINE}${written}`);
+    },
     end() {
       if (ended) return;
       const behind = terminal ? latest !== written : latestState !== writtenState;
@@ -89,5 +95,21 @@ export function startProgress(options: ProgressOptions = {}): Progress {
       if (terminal && written !== undefined) stream.write('\n');
       ended = true;
     },
+  };
+}
+
+/**
+ * For work that runs until stopped (a relay, a live run): shows `status()` every second (a
+ * line every `pipedEveryMs` when piped). Returns what stops it and ends the line.
+ */
+export function showWhileRunning(progress: Progress, status: () => string | undefined): () => void {
+  const ticker = setInterval(() => {
+    const text = status();
+    if (text) progress.show(text);
+  }, 1000);
+  ticker.unref();
+  return () => {
+    clearInterval(ticker);
+    progress.end();
   };
 }

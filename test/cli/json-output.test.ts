@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -147,5 +147,21 @@ describe.each(targets)('listing commands with --json, and progress when piped, o
     const misuse = await rastro(['normalize', '--json']);
     expect(misuse).toMatchObject({ code: 2, stdout: '' });
     expect(misuse.stderr).toMatch(/^rastro: --json goes with --once or --reset\n\nusage: rastro normalize/);
+  });
+
+  it('shows a live run\'s counters as a plain line on stderr when piped, until stopped', async () => {
+    const env = { ...process.env, RASTRO_BROKER_URL: '', RASTRO_DEMO_NOTIFIER_URL: seller.url, ...opened.env };
+    const child = spawn(process.execPath, [CLI, 'live', 'commissions', '--policy', policyFile], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    for (let i = 0; i < 600 && !/event\(s\) handled/.test(stderr); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(stdout).toMatch(/^live run \S+ started/);
+    expect(stderr).toMatch(/^live run \S+: \d+ event\(s\) handled \(partitions [^)]*\)\n/);
+    expect(stderr).not.toContain('\r');
   });
 });

@@ -35,6 +35,19 @@ describe('the progress line', () => {
     expect(tty.writes).toEqual(['\r\x1b[2Ka', '\r\x1b[2Kb', '\n']);
   });
 
+  it('writes a message of its own above the progress line on a terminal, and as a plain line when piped', () => {
+    const tty = stream(true);
+    const progress = startProgress({ stream: tty, terminalEveryMs: 0 });
+    progress.note('before any progress');
+    progress.show('published 3');
+    progress.note('rastro relay: broker down (backing off, will retry)');
+    progress.end();
+    expect(tty.writes.join('')).toBe('before any progress\n\r\x1b[2Kpublished 3\r\x1b[2Krastro relay: broker down (backing off, will retry)\n\r\x1b[2Kpublished 3\n');
+    const piped = stream(false);
+    startProgress({ stream: piped }).note('rastro relay: broker down');
+    expect(piped.writes).toEqual(['rastro relay: broker down\n']);
+  });
+
   it('does not repeat a piped line that says nothing new, unless forced', () => {
     const piped = stream(false);
     const progress = startProgress({ stream: piped, pipedEveryMs: 0 });
