@@ -133,10 +133,11 @@ export function createAccountLedger(store: EventStore, options: AccountLedgerOpt
     return store.readStream(accountStreamId(accountId), { fromVersion: after + 1, toVersion: after + limit });
   }
 
-  /** Drops every account snapshot and writes one per account from its full history. */
-  async function rebuildSnapshots(): Promise<{ dropped: number; written: number }> {
+  /** Drops every account snapshot and writes one per account from its full history; `onProgress` after each batch of accounts. */
+  async function rebuildSnapshots(options: { onProgress?: (progress: { accounts: number; written: number }) => void } = {}): Promise<{ dropped: number; written: number }> {
     const dropped = await store.dropSnapshots(ACCOUNT_STREAM_PREFIX);
     let written = 0;
+    let accounts = 0;
     let afterStreamId = '';
     for (;;) {
       const streams = await store.listStreams(ACCOUNT_STREAM_PREFIX, { afterStreamId, limit: 500 });
@@ -150,6 +151,8 @@ export function createAccountLedger(store: EventStore, options: AccountLedgerOpt
         written++;
       }
       afterStreamId = streams[streams.length - 1]!.streamId;
+      accounts += streams.length;
+      options.onProgress?.({ accounts, written });
     }
     return { dropped, written };
   }

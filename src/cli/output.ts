@@ -15,29 +15,24 @@ export function csv(headers: string[], rows: unknown[][]): string {
   return [headers, ...rows].map((row) => row.map(quote).join(',')).join('\r\n');
 }
 
-const formatSeconds = (seconds: number) => {
-  if (!Number.isFinite(seconds)) return '?';
-  const s = Math.round(seconds);
-  return s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${s}s`;
-};
-
-/** A progress line: done of total, events/s, ETA. Redrawn in place on a terminal. */
-export function progressBar(stream: NodeJS.WriteStream = process.stderr) {
-  const started = Date.now();
-  let lastDraw = 0;
-  return {
-    update(done: number, total: number, force = false): void {
-      const now = Date.now();
-      if (!force && now - lastDraw < (stream.isTTY ? 100 : 2000)) return;
-      lastDraw = now;
-      const rate = done / Math.max(0.001, (now - started) / 1000);
-      const width = 30;
-      const filled = total > 0 ? Math.min(width, Math.round((done / total) * width)) : width;
-      const text = `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} events  ${Math.round(rate)} events/s  ETA ${formatSeconds((total - done) / rate)}`;
-      stream.write(stream.isTTY ? `\r${text}` : `${text}\n`);
-    },
-    finish(): void {
-      if (stream.isTTY) stream.write('\n');
-    },
-  };
+/** Prints `value` as one JSON document on stdout: what every `--json` prints. */
+export function printJson(value: unknown): void {
+  console.log(JSON.stringify(value, null, 2));
 }
+
+/** How a listing command shows its rows as a table. */
+export interface TableView<T> {
+  headers: string[];
+  row(item: T): unknown[];
+  /** Printed instead of an empty table. */
+  empty: string;
+}
+
+/** Prints a listing: the items as a JSON array with `--json`, else a table. */
+export function printList<T>(items: T[], options: { json?: boolean }, view: TableView<T>): void {
+  if (options.json) return printJson(items);
+  console.log(items.length === 0 ? view.empty : table(view.headers, items.map((item) => view.row(item))));
+}
+
+/** A run's counters (`applied 4`, `parked 1`) as a table. */
+export const counterTable = (counters: Record<string, number>): string => table(['counter', 'value'], Object.entries(counters));

@@ -1,33 +1,28 @@
 import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
 import { ValidationError } from '../errors.js';
-import { effectLedger } from '../processing/effect-admin.js';
+import { EFFECT_STATES, effectLedger, type EffectState } from '../processing/effect-admin.js';
 import { runLive } from '../processing/live-runner.js';
 import { parkedEvents } from '../processing/parking.js';
 import { validatePolicy, type EffectPolicy } from '../processing/policy.js';
 import { runReplay } from '../processing/replay-runner.js';
 import { runDiff } from '../processing/run-diff.js';
-import type { EventStore } from '../store/event-store.js';
 import { findProcessor } from './load-processors.js';
-import { csv, progressBar, table } from './output.js';
+import { group } from './command-tree.js';
+import { choiceOption, isoDate, jsonOption, limitOption, processorsOption } from './options.js';
+import { counterTable, csv, printJson, printList, table } from './output.js';
+import { showWhileRunning, startProgress } from './progress.js';
+import { withServices, withStore } from './services.js';
+import { stopSignal } from './stop-signal.js';
 
-export interface CommandOptions {
-  'run-id'?: string;
-  from?: string;
-  to?: string;
+interface ReplayOptions {
+  from?: Date;
+  to?: Date;
+  runId?: string;
   simulate?: boolean;
   policy?: string;
   processors?: string;
-  csv?: boolean;
-  state?: string;
-  as?: string;
-  limit?: string;
-}
-
-function date(field: string, value: string | undefined): Date | undefined {
-  if (value === undefined) return undefined;
-  const parsed = new Date(value);
-  if (!Number.isFinite(parsed.getTime())) throw new ValidationError(field, `is not a date: ${JSON.stringify(value)} (use ISO 8601, e.g. 2026-10-14T00:00:00Z)`);
-  return parsed;
+  json?: boolean;
 }
 
 async function readPolicy(path: string | undefined): Promise<EffectPolicy> {
@@ -46,85 +41,112 @@ async function readPolicy(path: string | undefined): Promise<EffectPolicy> {
   }
 }
 
-function counterTable(counters: Record<string, number>): string {
-  return table(['counter', 'value'], Object.entries(counters).map(([name, value]) => [name, value]));
-}
-
-export async function replayCommand(store: EventStore, args: string[], options: CommandOptions): Promise<void> {
-  if (args[0] === 'diff') {
-    const runId = args[1];
-    if (!runId) throw new ValidationError('runId', 'usage: rastro replay diff <runId> [--csv]');
-    const rows = (await runDiff(store, runId)).map((row) => [row.projection, row.key, row.before, row.after]);
-    console.log(options.csv ? csv(['projection', 'key', 'before', 'after'], rows) : rows.length === 0 ? `no differences recorded for ${runId}` : table(['projection', 'key', 'before', 'after'], rows));
-    return;
-  }
-  const processor = await findProcessor(args[0], options.processors);
-  const bar = progressBar();
-  const summary = await runReplay(processor, {
-    store,
-    runId: options['run-id'],
-    from: date('--from', options.from),
-    to: date('--to', options.to),
-    simulate: options.simulate ?? false,
-    policy: await readPolicy(options.policy),
-    onProgress: ({ done, total }) => bar.update(done, total),
-  });
-  bar.update(summary.counters.events ?? 0, summary.total, true);
-  bar.finish();
+async function replay(name: string, options: ReplayOptions): Promise<void> {
+  const processor = await findProcessor(name, options.processors);
+  const policy = await readPolicy(options.policy);
+  const progress = startProgress();
+  const summary = await withStore((store) =>
+    runReplay(processor, { store, runId: options.runId, from: options.from, to: options.to, simulate: options.simulate ?? false, policy, onProgress: ({ done, total }) => progress.count(done, total) }),
+  );
+  progress.count(summary.counters.events ?? 0, summary.total);
+  progress.end();
+  if (options.json) return printJson({ runId: summary.runId, simulate: options.simulate ?? false, total: summary.total, counters: summary.counters });
   console.log(`run ${summary.runId}${options.simulate ? ' (simulate)' : ''}: ${summary.total} events in range`);
   console.log(counterTable(summary.counters));
   if (options.simulate) console.log(`\nsee the differences with: rastro replay diff ${summary.runId}`);
 }
 
-export async function effectsCommand(store: EventStore, args: string[], options: CommandOptions): Promise<void> {
-  const effects = effectLedger(store);
-  if (args[0] === 'list') {
-    const list = await effects.list({ state: options.state as 'uncertain' | undefined, limit: options.limit ? Number(options.limit) : undefined });
-    console.log(
-      list.length === 0
-        ? 'no effects'
-        : table(['key', 'state', 'run', 'on failure', 'updated', 'error'], list.map((e) => [e.key, e.state, e.runId, e.onFailure, e.updatedAt.toISOString(), e.error])),
-    );
-    return;
-  }
-  if (args[0] === 'resolve' && args[1]) {
-    await effects.resolve(args[1], options.as as 'done' | 'retry');
-    console.log(options.as === 'done' ? `${args[1]} marked done` : `${args[1]} released: the next run that reaches its event executes it`);
-    return;
-  }
-  throw new ValidationError('effects', 'usage: rastro effects list [--state uncertain] | rastro effects resolve <key> --as done|retry');
+async function replayDiff(runId: string, options: { csv?: boolean; json?: boolean }): Promise<void> {
+  const diff = await withStore((store) => runDiff(store, runId));
+  const headers = ['projection', 'key', 'before', 'after'];
+  const rows = diff.map((row) => [row.projection, row.key, row.before, row.after]);
+  if (options.csv) return void console.log(csv(headers, rows));
+  if (options.json) return printJson(diff);
+  console.log(rows.length === 0 ? `no differences recorded for ${runId}` : table(headers, rows));
 }
 
-export async function parkedCommand(store: EventStore, args: string[], options: CommandOptions): Promise<void> {
-  const parked = parkedEvents(store);
-  if (args[0] === 'list') {
-    const list = await parked.list({ runId: options['run-id'] });
-    console.log(list.length === 0 ? 'no parked events' : table(['event', 'run', 'stream', 'reason', 'error'], list.map((p) => [p.eventId, p.runId, p.streamId, p.reason, p.error])));
-    return;
-  }
-  if ((args[0] === 'retry' || args[0] === 'skip') && args[1]) {
-    const entry = (await parked.list({ limit: 100_000 })).find((p) => p.eventId === args[1]);
-    if (!entry) throw new ValidationError('eventId', `no parked event ${args[1]}`);
+async function listEffects(options: { state?: EffectState; limit: number; json?: boolean }): Promise<void> {
+  const list = await withStore((store) => effectLedger(store).list({ state: options.state, limit: options.limit }));
+  printList(list, options, {
+    empty: 'no effects',
+    headers: ['key', 'state', 'run', 'on failure', 'updated', 'error'],
+    row: (e) => [e.key, e.state, e.runId, e.onFailure, e.updatedAt.toISOString(), e.error],
+  });
+}
+
+async function resolveEffect(key: string, options: { as: 'done' | 'failed' | 'retry' }): Promise<void> {
+  // With the charges' effect type: confirming a charge's capture writes its outbox event too.
+  await withServices(({ store, charges }) => effectLedger(store, { types: charges.effectTypes }).resolve(key, options.as));
+  console.log({ done: `${key} marked done`, failed: `${key} marked failed: it did not happen and is not retried`, retry: `${key} released: the next run that reaches its event executes it` }[options.as]);
+}
+
+async function listParked(options: { runId?: string; limit: number; json?: boolean }): Promise<void> {
+  const list = await withStore((store) => parkedEvents(store).list({ runId: options.runId, limit: options.limit }));
+  printList(list, options, { empty: 'no parked events', headers: ['event', 'run', 'stream', 'reason', 'error'], row: (p) => [p.eventId, p.runId, p.streamId, p.reason, p.error] });
+}
+
+const unpark = (action: 'retry' | 'skip') => async (eventId: string, options: { processors?: string }) => {
+  await withStore(async (store) => {
+    const parked = parkedEvents(store);
+    const entry = (await parked.list({ limit: 100_000 })).find((p) => p.eventId === eventId);
+    if (!entry) throw new ValidationError('eventId', `no parked event ${eventId}`);
     const processor = await findProcessor(entry.processor, options.processors);
-    const result = args[0] === 'retry' ? await parked.retry(processor, args[1]) : await parked.skip(processor, args[1]);
+    const result = action === 'retry' ? await parked.retry(processor, eventId) : await parked.skip(processor, eventId);
     console.log(`${result.handled} handled, ${result.stillParked} still parked in stream ${entry.streamId}`);
-    return;
-  }
-  throw new ValidationError('parked', 'usage: rastro parked list [--run-id ID] | rastro parked retry <eventId> | rastro parked skip <eventId>');
+  });
+};
+
+async function live(name: string, options: { policy?: string; processors?: string }): Promise<void> {
+  const processor = await findProcessor(name, options.processors);
+  const policy = await readPolicy(options.policy);
+  await withStore(async (store) => {
+    const progress = startProgress({ pipedEveryMs: 10_000 });
+    const runner = await runLive(processor, { store, policy, onError: (err) => progress.note(`rastro: batch failed: ${(err as Error).message}`) });
+    console.log(`live run ${runner.runId} started; partitions ${runner.partitions.join(', ') || 'none yet'}; Ctrl-C stops it`);
+    const stopShowing = showWhileRunning(progress, () => `live run ${runner.runId}: ${runner.counters.get('events')} event(s) handled (partitions ${runner.partitions.join(',') || 'none'})`);
+    await stopSignal();
+    stopShowing();
+    await runner.stop();
+  });
 }
 
-export async function sweepCommand(store: EventStore): Promise<void> {
-  const { uncertain, released } = await effectLedger(store).sweep();
+async function sweep(): Promise<void> {
+  const { uncertain, released } = await withStore((store) => effectLedger(store).sweep());
   console.log(`abandoned reservations: ${uncertain} moved to uncertain (keep), ${released} released (release)`);
 }
 
-export async function liveCommand(store: EventStore, args: string[], options: CommandOptions): Promise<void> {
-  const processor = await findProcessor(args[0], options.processors);
-  const runner = await runLive(processor, { store, policy: await readPolicy(options.policy), onError: (err) => console.error(`rastro: batch failed: ${(err as Error).message}`) });
-  console.log(`live run ${runner.runId} started; partitions ${runner.partitions.join(', ') || 'none yet'}; Ctrl-C stops it`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-  await runner.stop();
+const processorArgument = ['<processor>', "the processor's name (the built-in commissions, or one from --processors / rastro.config.js)"] as const;
+const policyOption = ['--policy <file>', 'effect policy, a JSON file: {"<effect>": {"mode": "apply|suppress", "onFailure": "keep|release"}}'] as const;
+
+/** `rastro live`, `replay`, `replay diff`, `effects …`, `parked …`, `sweep`. */
+export function registerProcessingCommands(program: Command): void {
+  program.command('live').description('run a processor live, tailing the log, until Ctrl-C')
+    .argument(...processorArgument).option(...policyOption).addOption(processorsOption()).action(live);
+  const replayCommand = program.command('replay')
+    .summary('run a processor over a window with its own run id and checkpoint')
+    .description('run a processor over the events of a window with its own run id and checkpoint; progress on stderr')
+    .argument(...processorArgument)
+    .option('--from <ts>', 'first occurredAt of the window, ISO 8601', isoDate('--from'))
+    .option('--to <ts>', 'end of the window (exclusive), ISO 8601', isoDate('--to'))
+    .option('--run-id <id>', 'the run id: its checkpoint resumes a stopped run')
+    .option('--simulate', 'call no effect: record what would change (see replay diff)')
+    .option(...policyOption).addOption(processorsOption()).addOption(jsonOption())
+    .action(replay);
+  replayCommand.command('diff').description('what a simulated run would change')
+    .argument('<runId>', 'the run id of a replay --simulate')
+    .option('--csv', 'print RFC 4180 CSV').addOption(jsonOption().conflicts('csv'))
+    .action(replayDiff);
+  const effects = group(program, 'effects', 'the effect ledger');
+  effects.command('list').description('effects in the ledger, newest first')
+    .addOption(choiceOption('--state <state>', 'only effects in this state', EFFECT_STATES)).addOption(limitOption(1000)).addOption(jsonOption())
+    .action(listEffects);
+  effects.command('resolve').description('settle an uncertain effect, or one in review, after checking with the provider')
+    .argument('<key>', 'the effect key, as effects list shows it')
+    .addOption(choiceOption('--as <outcome>', "done: it happened; failed: it did not, don't retry; retry: release it, so the next run executes it", ['done', 'failed', 'retry']).makeOptionMandatory())
+    .action(resolveEffect);
+  const parked = group(program, 'parked', 'events a processor parked');
+  parked.command('list').description('parked events, with the error').option('--run-id <id>', 'only those of this run').addOption(limitOption(1000)).addOption(jsonOption()).action(listParked);
+  parked.command('retry').description("handle a parked event again, then the rest of its stream's parked events").argument('<eventId>', 'the parked event id').addOption(processorsOption()).action(unpark('retry'));
+  parked.command('skip').description('never handle this event; handle the rest of its stream').argument('<eventId>', 'the parked event id').addOption(processorsOption()).action(unpark('skip'));
+  program.command('sweep').description('move abandoned reservations: keep → uncertain, release → released').action(sweep);
 }

@@ -1,15 +1,18 @@
+import { Option, type Command } from 'commander';
 import { ValidationError } from '../errors.js';
 import type { EffectTypes } from '../processing/ledger/effect-type.js';
 import { reconcileEffects, startReconcileLoop, type ReconcileReport } from '../processing/ledger/reconciler.js';
 import type { Services } from '../server.js';
 import { loadProcessors } from './load-processors.js';
+import { jsonOption, limitOption, processorsOption, wholeNumber } from './options.js';
 import { table } from './output.js';
+import { withServices } from './services.js';
 
 export interface ReconcileCommandOptions {
   once?: boolean;
   /** Keep reconciling, a pass every this many seconds, until SIGINT or SIGTERM. */
-  every?: string;
-  limit?: string;
+  every?: number;
+  limit: number;
   json?: boolean;
   processors?: string;
 }
@@ -33,8 +36,7 @@ async function askableTypes(services: Services, processorsPath: string | undefin
  * or leave it to serve's loop.
  */
 export async function reconcileCommand(services: Services, options: ReconcileCommandOptions): Promise<void> {
-  const limit = options.limit === undefined ? 100 : /^\d{1,5}$/.test(options.limit) ? Number(options.limit) : NaN;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new ValidationError('--limit', 'must be a whole number from 1 to 10000');
+  const limit = options.limit;
   const { types, notes } = await askableTypes(services, options.processors);
   for (const note of notes) process.stderr.write(`${note}\n`);
   const names = Object.keys(types);
@@ -45,8 +47,7 @@ export async function reconcileCommand(services: Services, options: ReconcileCom
   }
   const line = (pass: ReconcileReport) => `asked ${pass.asked}, ${pass.happened + pass.redone} done, ${pass.failed} failed, ${pass.released} released, ${pass.unknown} unknown, ${pass.review} to review`;
   if (options.every !== undefined) {
-    const seconds = /^\d{1,5}$/.test(options.every) ? Number(options.every) : NaN;
-    if (!(seconds >= 1)) throw new ValidationError('--every', 'must be a whole number of seconds, 1 or more');
+    const seconds = options.every;
     const loop = await startReconcileLoop(services.store, {
       types,
       limit,
@@ -79,4 +80,19 @@ export async function reconcileCommand(services: Services, options: ReconcileCom
   }
   console.log(`reconciled ${names.join(', ')}`);
   console.log(table(['outcome', 'effects'], Object.entries(report).map(([name, value]) => [name, value])));
+}
+
+/** `rastro reconcile [--once] [--every S] [--limit N] [--json] [--processors path]`. */
+export function registerReconcileCommand(program: Command): void {
+  program.command('reconcile')
+    .summary('ask the providers about abandoned and uncertain effects, and settle them by the answer')
+    .description(
+      'Settles abandoned reservations and uncertain effects of every effect type that can ask its provider (charges, with RASTRO_ACQUIRER_URL; the processors\' declared effects): happened → done, did not happen → released, failed or performed again with the same key, unknown → asked again after a backoff, then review. Runs until nothing is left to ask now; --once: one pass; --every S: a pass every S seconds until SIGTERM. Reconcilers running at once take different rows.',
+    )
+    .option('--once', 'one pass, then exit')
+    .addOption(new Option('--every <seconds>', 'keep reconciling, a pass every this many seconds, until SIGINT/SIGTERM').argParser(wholeNumber('--every', { min: 1, max: 86_400 })).conflicts('once'))
+    .addOption(limitOption(100))
+    .addOption(jsonOption())
+    .addOption(processorsOption())
+    .action((options: ReconcileCommandOptions) => withServices((services) => reconcileCommand(services, options)));
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Publisher } from '../brokers/message.js';
+import type { Charges } from '../charges/charges.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { FigureHistory } from '../operations/figure-history.js';
 import type { Processor } from '../processing/processor.js';
@@ -23,8 +24,8 @@ export interface OperationsDeps {
 }
 
 /** /ops, /metrics and /console. */
-export async function operationsApi(app: FastifyInstance, deps: OperationsDeps & { store: EventStore; metrics: Metrics }): Promise<void> {
-  await app.register(opsRoutes, { store: deps.store, processors: deps.processors, publisher: deps.publisher, history: deps.figureHistory });
+export async function operationsApi(app: FastifyInstance, deps: OperationsDeps & { store: EventStore; metrics: Metrics; charges?: Charges }): Promise<void> {
+  await app.register(opsRoutes, { store: deps.store, processors: deps.processors, publisher: deps.publisher, history: deps.figureHistory, effectTypes: deps.charges?.effectTypes });
   await app.register(metricsRoutes, { store: deps.store, metrics: deps.metrics, processors: deps.processors });
   await app.register(consoleRoutes);
 }

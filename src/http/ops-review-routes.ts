@@ -3,14 +3,17 @@ import type { FastifyInstance } from 'fastify';
 import type { Publisher } from '../brokers/message.js';
 import { OperationConflictError, OperationTargetNotFoundError } from '../operations/errors.js';
 import { relayAdmin } from '../outbox/relay-admin.js';
-import { effectLedger, type EffectRecord } from '../processing/effect-admin.js';
+import { EFFECT_STATES, effectLedger, type EffectRecord } from '../processing/effect-admin.js';
 import { parkedEvents } from '../processing/parking.js';
+import type { EffectTypes } from '../processing/ledger/effect-type.js';
 import type { Processor } from '../processing/processor.js';
 import type { EventStore } from '../store/event-store.js';
 import { integerQueries, counters, emptyBody, limitQuery, nullableNumber, nullableString, opsErrorHandler, opsErrors, problem, uuidPattern } from './ops-schemas.js';
 
 export interface ReviewRouteDeps {
   store: EventStore;
+  /** Effect types whose settling writes more (a charge's outbox event), for resolutions. */
+  effectTypes?: EffectTypes;
   processors?: ReadonlyMap<string, Processor>;
   publisher?: () => Publisher | undefined;
 }
@@ -18,7 +21,7 @@ export interface ReviewRouteDeps {
 const tags = ['review'];
 /** Relays park messages in the same table; they are listed under /ops/outbox/parked. */
 const RELAY_RUN_PREFIX = 'relay:';
-const effectState = { type: 'string', enum: ['reserved', 'done', 'uncertain'] } as const;
+const effectState = { type: 'string', enum: [...EFFECT_STATES] } as const;
 const effectSchema = {
   type: 'object',
   properties: {
@@ -50,7 +53,7 @@ const actionErrors = { 404: problem, 409: problem, 415: problem, ...opsErrors } 
 export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps): Promise<void> {
   app.setErrorHandler(opsErrorHandler);
   app.addHook('preValidation', async (request) => integerQueries(request));
-  const effects = effectLedger(deps.store);
+  const effects = effectLedger(deps.store, { types: deps.effectTypes });
   const parked = parkedEvents(deps.store);
   const relays = relayAdmin(deps.store);
 
@@ -65,12 +68,12 @@ export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps):
     return { counts, effects: list };
   });
 
-  app.post<{ Params: { key: string }; Body: { as: 'done' | 'retry' } }>('/ops/effects/:key/resolve', {
+  app.post<{ Params: { key: string }; Body: { as: 'done' | 'failed' | 'retry' } }>('/ops/effects/:key/resolve', {
     schema: {
       operationId: 'resolveEffect', tags,
       summary: 'Resolve an uncertain effect: done (someone confirmed it happened) or retry (release it: the next run that reaches its event executes it)',
       params: { type: 'object', properties: { key: { type: 'string', minLength: 1, maxLength: 300, description: '<event id>:<effect type>' } }, required: ['key'] },
-      body: { type: 'object', properties: { as: { type: 'string', enum: ['done', 'retry'] } }, required: ['as'], additionalProperties: false },
+      body: { type: 'object', properties: { as: { type: 'string', enum: ['done', 'failed', 'retry'] } }, required: ['as'], additionalProperties: false },
       response: { 200: { type: 'object', properties: { key: { type: 'string' }, before: effectState, after: { type: 'string', enum: ['done', 'released'] } } }, ...actionErrors },
     },
   }, async (request) => {

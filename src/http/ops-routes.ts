@@ -13,6 +13,7 @@ import type { EventStore } from '../store/event-store.js';
 import { integerQueries, anyObject, counters, limitQuery, nullableNumber, nullableString, opsErrorHandler, opsErrors, problem, runIdPattern } from './ops-schemas.js';
 import { reviewRoutes } from './ops-review-routes.js';
 import type { Publisher } from '../brokers/message.js';
+import type { EffectTypes } from '../processing/ledger/effect-type.js';
 
 export interface OpsRouteDeps {
   store: EventStore;
@@ -22,6 +23,8 @@ export interface OpsRouteDeps {
   publisher?: () => Publisher | undefined;
   /** The figures sampled over the last hour; without it the timeline has the current sample only. */
   history?: FigureHistory;
+  /** Effect types whose settling writes more (a charge's outbox event), for resolutions. */
+  effectTypes?: EffectTypes;
 }
 
 const tags = ['operations'];
@@ -201,5 +204,5 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
       .send(csv(['projection', 'key', 'before', 'after'], rows.map((row) => [row.projection, row.key, row.before, row.after])));
   });
 
-  await app.register(reviewRoutes, { store, processors: deps.processors, publisher: deps.publisher });
+  await app.register(reviewRoutes, { store, processors: deps.processors, publisher: deps.publisher, effectTypes: deps.effectTypes });
 }

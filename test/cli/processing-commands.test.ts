@@ -104,11 +104,12 @@ describe('the processing commands on the embedded database', () => {
     expect(replay.stdout).toMatch(/written\s+5/);
   });
 
-  it('refuses bad input with a clear message and exit code 1', async () => {
+  it('refuses a value that is not a date with exit code 2, and an unknown processor with exit code 1', async () => {
     const err = await rastro(['replay', 'commissions', '--from', 'yesterday']).catch((e: { stderr: string; code: number }) => e);
-    expect(err).toMatchObject({ code: 1 });
+    expect(err).toMatchObject({ code: 2 });
     expect((err as { stderr: string }).stderr).toContain('--from: is not a date');
-    const unknown = await rastro(['replay', 'nope']).catch((e: { stderr: string }) => e);
+    const unknown = await rastro(['replay', 'nope']).catch((e: { stderr: string; code: number }) => e);
+    expect(unknown).toMatchObject({ code: 1 });
     expect((unknown as { stderr: string }).stderr).toContain('unknown processor "nope"');
   });
 });
