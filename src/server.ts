@@ -91,9 +91,8 @@ const CLEANUP_INTERVAL_MS = 10 * 60 * 1000;
 const RETENTION_INTERVAL_MS = 60 * 60 * 1000;
 
 /** The relay and the outbox retention job of `serve`. */
-async function startOutbox(services: Services, config: RastroConfig, log: FastifyInstance['log']) {
-  if (!config.relay) return { relay: undefined, publisher: undefined, stop: async () => undefined };
-  const publisher = openPublisher(config);
+async function startOutbox(services: Services, config: RastroConfig, log: FastifyInstance['log'], publisher: Publisher | undefined) {
+  if (!publisher) return { relay: undefined, publisher: undefined, stop: async () => undefined };
   const relay = await runRelay({
     store: services.store, publisher,
     onError: (err) => log.warn({ error: { message: (err as Error).message } }, 'outbox relay batch failed; backing off'),
@@ -137,7 +136,9 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
   }
   const services = await openServices(config);
   const logger = config.logLevel === 'silent' ? false : { level: config.logLevel };
-  const app = await buildApp({ ...services, apiKey: config.apiKey, logger });
+  // Opened before the app, whose /readyz checks it; it connects on first use.
+  const publisher = config.relay ? openPublisher(config) : undefined;
+  const app = await buildApp({ ...services, apiKey: config.apiKey, logger, publisher });
   const cleanup = setInterval(() => {
     services.keys.cleanup().catch((err: unknown) => app.log.warn({ error: { message: (err as Error).message } }, 'idempotency key cleanup failed'));
   }, CLEANUP_INTERVAL_MS);
@@ -145,11 +146,11 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
   let outbox: Awaited<ReturnType<typeof startOutbox>> | undefined;
   const stopPolling = startPollLoop(config, services, app.log);
   try {
-    outbox = await startOutbox(services, config, app.log);
+    outbox = await startOutbox(services, config, app.log, publisher);
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     clearInterval(cleanup);
-    await outbox?.stop();
+    await (outbox ? outbox.stop() : publisher?.close());
     stopPolling();
     await app.close();
     await services.db.close();

@@ -53,7 +53,7 @@ environment:
   RASTRO_SCHEMA     schema for rastro's tables (rastro)
   PORT, HOST        where serve listens (3000, 127.0.0.1)
   RASTRO_LOG_LEVEL  fatal|error|warn|info|debug|trace|silent (info)
-  RASTRO_API_KEY    bearer key for every route but /healthz; required for a non-loopback HOST
+  RASTRO_API_KEY    bearer key for every route but /healthz and /readyz; required for a non-loopback HOST
   RASTRO_SNAPSHOT_EVERY           account snapshot interval in events, 0 = off (100)
   RASTRO_IDEMPOTENCY_TTL_SECONDS  how long idempotency keys are kept (86400)
   RASTRO_BROKER_URL nats://… or amqp://…; unset: the relay publishes in process

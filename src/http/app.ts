@@ -2,11 +2,13 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { AccountLedger } from '../accounts/account-ledger.js';
+import type { Publisher } from '../brokers/message.js';
 import type { Database } from '../db/database.js';
 import type { Orders } from '../intake/orders.js';
 import type { EventStore } from '../store/event-store.js';
 import { accountRoutes } from './account-routes.js';
 import { bearerAuth } from './auth.js';
+import { healthRoutes } from './health-routes.js';
 import { orderRoutes } from './order-routes.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
@@ -18,7 +20,9 @@ export interface AppDeps {
   keys: IdempotencyKeys;
   /** Order intake and normalized orders; without it the order routes are not served. */
   orders?: Orders;
-  /** When set, every route but /healthz needs `Authorization: Bearer <apiKey>`. */
+  /** The publisher of serve's relay; /readyz checks its broker. */
+  publisher?: Publisher;
+  /** When set, every route but /healthz and /readyz needs `Authorization: Bearer <apiKey>`. */
   apiKey?: string;
   /** Fastify's logger option: false, or pino options such as `{ level: 'info' }`. @defaultValue false */
   logger?: FastifyServerOptions['logger'];
@@ -81,14 +85,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  app.get('/healthz', { schema: { summary: 'Liveness, database reachability and reader delay' } }, async (_request, reply) => {
-    try {
-      const delay = await deps.store.readerDelay();
-      return { status: 'ok', database: deps.db.kind, readerDelay: delay };
-    } catch {
-      return sendProblem(reply, 503, 'the database is not reachable');
-    }
-  });
+  await app.register(healthRoutes, { db: deps.db, store: deps.store, publisher: deps.publisher });
   await app.register(accountRoutes, { db: deps.db, ledger: deps.ledger, keys: deps.keys });
   if (deps.orders) await app.register(orderRoutes, { orders: deps.orders });
   return app;
