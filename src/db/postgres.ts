@@ -44,17 +44,16 @@ export interface PostgresOptions {
 }
 
 /**
- * A connection lost while checked out (a session, a transaction between statements) emits
+ * Listens for a lost connection while `client` is checked out; returns what gives it back to the
+ * pool. A connection lost while checked out (a session, a transaction between statements) emits
  * `error` on its client, which pg-pool listens to only while the client is idle: unheard, it
  * would end the process. The next statement on it fails, and the failure is handled there.
  */
-const ignoreLostConnection = (): void => undefined;
-
-/** Listens for a lost connection while `client` is checked out; returns what gives it back to the pool. */
-function checkOut(client: pg.PoolClient): (destroy?: Error | boolean) => void {
-  client.on('error', ignoreLostConnection);
+function checkOut(client: pg.PoolClient, onLost: () => void = () => undefined): (destroy?: Error | boolean) => void {
+  const lost = () => onLost();
+  client.on('error', lost);
   return (destroy) => {
-    client.removeListener('error', ignoreLostConnection);
+    client.removeListener('error', lost);
     client.release(destroy);
   };
 }
@@ -140,11 +139,15 @@ export function openPostgres(options: PostgresOptions): Database {
       const client = await pool.connect().catch((err: unknown) => {
         throw toDatabaseError(err);
       });
-      const release = checkOut(client);
+      let lost = false;
+      const release = checkOut(client, () => (lost = true));
       return {
         query: (text, values, options) => run(client, text, values, options),
         // Destroy rather than return it: session locks must not outlive the session.
         release: async () => release(true),
+        get lost() {
+          return lost;
+        },
       };
     },
     async close() {

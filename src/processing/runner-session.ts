@@ -14,6 +14,8 @@ export interface RunnerSession {
   /** The database the session belongs to. */
   db: Database;
   readonly session: Session;
+  /** True once the session's connection is known to be lost: its locks are gone, {@link renew} it. */
+  readonly lost: boolean;
   /**
    * After a failure: checks the session's connection and, when it is lost, opens a new session
    * under a new token. Resolves true when it did: every session lock of the old one (partitions
@@ -54,6 +56,9 @@ export async function openRunnerSession(db: Database, sql: ProcessingSql): Promi
     db,
     get session() {
       return current.session;
+    },
+    get lost() {
+      return current.session.lost ?? false;
     },
     async renew() {
       // PGlite's session is the database itself: it cannot be lost.

@@ -25,12 +25,13 @@ export async function startLeasedLoop(runner: RunnerSession, leases: PartitionLe
     await runner.close();
     throw err;
   }
-  // After a failed step, the runner's session may be the connection that was lost.
+  // After a failed step, the runner's session may be the connection that was lost; a session
+  // known to be lost holds no partition any more, so nothing is processed before it is renewed.
   let checkSession = false;
   const loop = startTailLoop({
     ...options,
     async step() {
-      if (checkSession) {
+      if (checkSession || runner.lost) {
         if (await runner.renew()) {
           leases.forget();
           await leases.rebalance(true);
