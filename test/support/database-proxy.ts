@@ -25,10 +25,18 @@ export async function proxiedDatabase(databaseUrl: string, appName?: string): Pr
   url.port = String(proxy.port);
   if (appName) url.searchParams.set('application_name', appName);
   const opened: Database[] = [];
+  // Cutting twice would wait for a listener that is already closed.
+  let cut = false;
   return {
     url: url.toString(),
-    cut: () => proxy.cut(),
-    restore: () => proxy.restore(),
+    async cut() {
+      if (!cut) await proxy.cut();
+      cut = true;
+    },
+    async restore() {
+      if (cut) await proxy.restore();
+      cut = false;
+    },
     async open(options = {}) {
       const db = await openDatabase({ url: url.toString(), poolSize: options.poolSize ?? 10 });
       opened.push(db);
@@ -36,7 +44,8 @@ export async function proxiedDatabase(databaseUrl: string, appName?: string): Pr
     },
     async close() {
       for (const db of opened.splice(0)) await db.close().catch(() => undefined);
-      await proxy.close();
+      if (!cut) await proxy.close();
+      cut = true;
     },
   };
 }
