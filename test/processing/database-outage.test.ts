@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryPublisher } from '../../src/brokers/memory.js';
 import { isDatabaseUnavailable } from '../../src/db/database-error.js';
+import { DatabaseUnavailableError } from '../../src/errors.js';
 import { createOutbox } from '../../src/outbox/outbox.js';
 import { runRelay } from '../../src/outbox/relay.js';
 import { runLive } from '../../src/processing/live-runner.js';
@@ -97,6 +98,33 @@ describe.skipIf(!backend)('runners through a database outage', () => {
     await appendTicks(direct, 10, 10);
     await eventually(async () => (await tallied(direct)).events === 20, 'the events after its session ended');
     await eventually(async () => runner.partitions.length === 8 && (await partitionLocksHeld(direct, 'tally')) === 8, 'its partitions held again');
+  });
+
+  it('an event whose handler cannot reach a database is tried again after the outage, not parked', async () => {
+    const { direct, proxied } = await setUp();
+    let down = true;
+    const errors: unknown[] = [];
+    const lookup = defineProcessor({
+      name: 'lookup',
+      handlers: {
+        tick: async (event, ctx) => {
+          if (down) throw new DatabaseUnavailableError('connection refused', undefined);
+          await ctx.upsert('looked-up', event.streamId, { n: event.data.n }, { version: event.streamVersion });
+        },
+      },
+    });
+    const runner = await runLive(lookup, { store: proxied, policy: {}, pollIntervalMs: 50, onError: (err) => errors.push(err) });
+    cleanups.push(() => runner.stop());
+    await appendTicks(direct, 0, 10);
+    await eventually(() => errors.length >= 2, 'the runner meeting the outage');
+    down = false;
+    await eventually(async () => {
+      const { rows } = await direct.db.query<{ n: number }>(`select count(*)::int as n from "${direct.schema}".projections where projection = 'looked-up'`);
+      return rows[0]!.n === 7;
+    }, 'every stream looked up');
+    const { rows } = await direct.db.query<{ n: number }>(`select count(*)::int as n from "${direct.schema}".parked_events`);
+    expect(rows[0]!.n).toBe(0);
+    expect(errors.every(isDatabaseUnavailable)).toBe(true);
   });
 
   it('a relay publishes what was written before, during and after a cut, each aggregate in order', async () => {
