@@ -1,6 +1,6 @@
 import type {} from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import type { Publisher } from '../brokers/message.js';
+import { withinTimeout, type Publisher } from '../brokers/message.js';
 import type { Database } from '../db/database.js';
 import { isDatabaseUnavailable } from '../db/database-error.js';
 import { readMigrationFiles, type MigrationFile } from '../db/migrate.js';
@@ -29,14 +29,6 @@ export interface Check {
 
 const checkSchema = { type: 'object', additionalProperties: true, properties: { status: { type: 'string', enum: ['ok', 'failing'] }, detail: { type: 'string' } } } as const;
 const checksSchema = { type: 'object', additionalProperties: checkSchema, description: 'database, migrations and, when serve relays to one, broker' } as const;
-
-function withinTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
 
 /** Why the database failed a check, without its message (which may name tables or hosts). */
 function databaseDetail(err: unknown): string {
@@ -81,7 +73,7 @@ export async function healthRoutes(app: FastifyInstance, deps: HealthRouteDeps):
 
   async function checkDatabase(): Promise<Check> {
     try {
-      return { status: 'ok', kind: deps.db.kind, readerDelay: await withinTimeout(deps.store.readerDelay(), timeoutMs) };
+      return { status: 'ok', kind: deps.db.kind, readerDelay: await withinTimeout(deps.store.readerDelay(), timeoutMs, 'the database') };
     } catch (err) {
       return { status: 'failing', kind: deps.db.kind, detail: databaseDetail(err) };
     }
@@ -89,7 +81,7 @@ export async function healthRoutes(app: FastifyInstance, deps: HealthRouteDeps):
 
   async function checkMigrations(): Promise<Check> {
     try {
-      const status = await withinTimeout(migrationFiles().then((list) => migrationStatus(deps.db, { schema: deps.store.schema, files: list })), timeoutMs);
+      const status = await withinTimeout(migrationFiles().then((list) => migrationStatus(deps.db, { schema: deps.store.schema, files: list })), timeoutMs, 'the database');
       if (status.current) return { status: 'ok' };
       return { status: 'failing', detail: migrationDetail(status), pending: status.pending, unknown: status.unknown, changed: status.changed };
     } catch (err) {
