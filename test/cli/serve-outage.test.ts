@@ -203,5 +203,3 @@ describe.skipIf(!backend)('rastro serve while its database goes away twice', () 
     expect(await live.exited).toBe(0);
   });
 });
-
-if (!backend) console.log('serve outage suite skipped: set DATABASE_URL to run it');

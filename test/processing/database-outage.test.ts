@@ -157,5 +157,3 @@ describe.skipIf(!backend)('runners through a database outage', () => {
     await eventually(async () => (await partitionLocksHeld(direct, 'relay:outbox')) === 8, 'the relay holding its partitions again');
   });
 });
-
-if (!backend) console.log('database outage suites skipped: set DATABASE_URL to run them');
