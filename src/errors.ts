@@ -95,10 +95,21 @@ export class DatabaseError extends RastroError {
   readonly sqlState: string | undefined;
   readonly constraint: string | undefined;
 
-  constructor(message: string, sqlState: string | undefined, constraint: string | undefined) {
-    super('RASTRO_DATABASE', message);
+  constructor(message: string, sqlState: string | undefined, constraint: string | undefined, code = 'RASTRO_DATABASE') {
+    super(code, message);
     this.sqlState = sqlState;
     this.constraint = constraint;
+  }
+}
+
+/**
+ * The database cannot be reached: the connection was refused, reset or timed out, the server is
+ * shutting down or starting, or it has no connection slot left. Nothing is wrong with the
+ * request: the same request may succeed once the database is back.
+ */
+export class DatabaseUnavailableError extends DatabaseError {
+  constructor(reason: string, sqlState: string | undefined) {
+    super(`the database is not reachable (${reason}); retry later`, sqlState, undefined, 'RASTRO_DATABASE_UNAVAILABLE');
   }
 }
 

@@ -7,6 +7,7 @@ export {
   MigrationError,
   TransactionIdsRewoundError,
   DatabaseError,
+  DatabaseUnavailableError,
   ClosedError,
   type ExpectedVersion,
 } from './errors.js';
@@ -14,6 +15,8 @@ export { resolveConfig, type RastroOptions, type RastroConfig } from './config.j
 export type { Database, Queryable, QueryResult, Transaction } from './db/database.js';
 export { openDatabase, type OpenDatabaseOptions } from './db/open-database.js';
 export { migrate, type MigrateOptions } from './db/migrate.js';
+export { migrationStatus, type MigrationStatus } from './db/migration-status.js';
+export { isDatabaseUnavailable } from './db/database-error.js';
 export {
   createEventStore,
   type EventStore,

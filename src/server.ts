@@ -116,9 +116,8 @@ const CLEANUP_INTERVAL_MS = 10 * 60 * 1000;
 const RETENTION_INTERVAL_MS = 60 * 60 * 1000;
 
 /** The relay and the outbox retention job of `serve`. */
-async function startOutbox(services: Services, config: RastroConfig, log: FastifyInstance['log']) {
-  if (!config.relay) return { relay: undefined, publisher: undefined, stop: async () => undefined };
-  const publisher = openPublisher(config);
+async function startOutbox(services: Services, config: RastroConfig, log: FastifyInstance['log'], publisher: Publisher | undefined) {
+  if (!publisher) return { relay: undefined, publisher: undefined, stop: async () => undefined };
   const relay = await runRelay({
     store: services.store, publisher,
     onError: (err) => log.warn({ error: { message: (err as Error).message } }, 'outbox relay batch failed; backing off'),
@@ -169,6 +168,9 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
     await services.db.close();
     throw err;
   }
+  // Opened before the app, whose /readyz checks it; it connects on first use.
+  const publisher = config.relay ? openPublisher(config) : undefined;
+  operations.publisher = publisher;
   const app = await buildApp({ ...services, apiKey: config.apiKey, logger, processors: operations.processors, figureHistory: operations.history, publisher: () => operations.publisher });
   operations.start(app.log);
   const cleanup = setInterval(() => {
@@ -179,7 +181,7 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
   let reconciler: ReconcileLoop | undefined;
   const stopPolling = startPollLoop(config, services, app.log);
   try {
-    outbox = await startOutbox(services, config, app.log);
+    outbox = await startOutbox(services, config, app.log, publisher);
     if (config.reconcileIntervalSeconds > 0) {
       reconciler = await startReconcileLoop(services.store, {
         types: services.charges.effectTypes,
@@ -188,13 +190,12 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
         onPass: (report) => app.log.info({ reconciled: report }, 'reconciliation pass'),
       });
     }
-    operations.publisher = outbox.publisher;
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     clearInterval(cleanup);
     await reconciler?.stop();
     await operations.stop();
-    await outbox?.stop();
+    await (outbox ? outbox.stop() : publisher?.close());
     stopPolling();
     await app.close();
     await services.db.close();

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { annotateActiveSpan } from '../observability/tracing.js';
-import { encodeBody, PublishRejectedError, wireHeaders, type BrokerMessage, type PublishAck, type Publisher } from './message.js';
+import { encodeBody, PublishRejectedError, wireHeaders, withinTimeout, type BrokerMessage, type PublishAck, type Publisher } from './message.js';
 
 export interface AmqpPublisherOptions {
   /** `amqp://user:pass@host:port/vhost` */
@@ -117,6 +117,10 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): Publisher {
       await ensureExchange(state, exchange);
       await confirm(state, exchange, message);
       return { duplicate: false };
+    },
+    async ping(timeoutMs = 2000) {
+      // A lost connection clears `opening`: an open one is connected, else this connects anew.
+      await withinTimeout(current(), timeoutMs, 'RabbitMQ');
     },
     async close() {
       closed = true;

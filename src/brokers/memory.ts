@@ -34,6 +34,9 @@ export function createMemoryPublisher(options: { keep?: number } = {}): MemoryPu
       for (const fn of subscribers) fn(message);
       return { duplicate: false };
     },
+    async ping() {
+      if (closed) throw new Error('the in-process publisher is closed');
+    },
     subscribe(fn) {
       subscribers.add(fn);
       return () => void subscribers.delete(fn);

@@ -33,7 +33,22 @@ export interface PublishAck {
 export interface Publisher {
   readonly kind: 'nats' | 'amqp' | 'memory';
   publish(message: BrokerMessage): Promise<PublishAck>;
+  /**
+   * Resolves when the broker answers now (connecting first if need be), rejects when it cannot
+   * be reached within `timeoutMs`: what a readiness check asks. Optional for publishers of
+   * one's own; `rastro serve`'s `/readyz` counts one without it as connected.
+   */
+  ping?(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Rejects when `promise` has not settled within `ms`. */
+export function withinTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** The broker refused this message (no stream for its subject, an exchange that does not exist, too large). */

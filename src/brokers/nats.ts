@@ -1,7 +1,7 @@
 import { connect, errors, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
 import { annotateActiveSpan } from '../observability/tracing.js';
-import { encodeBody, PublishRejectedError, wireHeaders, type BrokerMessage, type PublishAck, type Publisher } from './message.js';
+import { encodeBody, PublishRejectedError, wireHeaders, withinTimeout, type BrokerMessage, type PublishAck, type Publisher } from './message.js';
 
 export interface NatsPublisherOptions {
   /** `nats://host:port`; several servers separated by commas. */
@@ -102,6 +102,10 @@ export function createNatsPublisher(options: NatsPublisherOptions): Publisher {
         if (isRejection(err)) throw new PublishRejectedError(`NATS refused the message: ${(err as Error).message}`, { cause: err });
         throw err;
       }
+    },
+    async ping(timeoutMs = 2000) {
+      // A flush is a round trip to the server: it waits while the client is reconnecting.
+      await withinTimeout(connection().then(({ nc }) => nc.flush()), timeoutMs, 'NATS');
     },
     async close() {
       closed = true;

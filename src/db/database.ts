@@ -29,6 +29,8 @@ export interface Transaction extends Queryable {
 /** A dedicated connection. */
 export interface Session extends Queryable {
   release(): Promise<void>;
+  /** True once its connection is known to be gone (the server ended it, the network dropped it). */
+  readonly lost?: boolean;
 }
 
 /**

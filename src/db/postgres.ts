@@ -33,8 +33,29 @@ export interface PostgresOptions {
   url: string;
   /** @defaultValue 10 */
   poolSize?: number;
+  /**
+   * How long a query waits for a connection (a new one, or a free one of the pool) before it
+   * fails with `RASTRO_DATABASE_UNAVAILABLE`: during an outage requests fail fast instead of
+   * queueing. @defaultValue 5000
+   */
+  connectTimeoutMs?: number;
   /** Called with connection errors the pool reports between queries. */
   onError?: (err: Error) => void;
+}
+
+/**
+ * Listens for a lost connection while `client` is checked out; returns what gives it back to the
+ * pool. A connection lost while checked out (a session, a transaction between statements) emits
+ * `error` on its client, which pg-pool listens to only while the client is idle: unheard, it
+ * would end the process. The next statement on it fails, and the failure is handled there.
+ */
+function checkOut(client: pg.PoolClient, onLost: () => void = () => undefined): (destroy?: Error | boolean) => void {
+  const lost = () => onLost();
+  client.on('error', lost);
+  return (destroy) => {
+    client.removeListener('error', lost);
+    client.release(destroy);
+  };
 }
 
 const statementNames = new Map<string, string>();
@@ -71,7 +92,15 @@ function connectionOptions(): string {
 
 /** A {@link Database} on a PostgreSQL server through a `pg` pool. */
 export function openPostgres(options: PostgresOptions): Database {
-  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10, types, options: connectionOptions() });
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    types,
+    options: connectionOptions(),
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    // Finds a connection whose peer vanished without a word (a network partition) between queries.
+    keepAlive: true,
+  });
   pool.on('error', (err) => options.onError?.(toDatabaseError(err)));
   const listener = new NotificationListener(options.url, options.onError);
 
@@ -82,6 +111,7 @@ export function openPostgres(options: PostgresOptions): Database {
       const client = await pool.connect().catch((err: unknown) => {
         throw toDatabaseError(err);
       });
+      const release = checkOut(client);
       const tx: Transaction = {
         query: (text, values, options) => run(client, text, values, options),
         exec: async (script) => {
@@ -101,7 +131,7 @@ export function openPostgres(options: PostgresOptions): Database {
         throw err;
       } finally {
         // A connection whose rollback failed is in an unknown state: destroy it.
-        client.release(broken instanceof Error ? broken : undefined);
+        release(broken instanceof Error ? broken : undefined);
       }
     },
     listen: (channel, fn) => listener.listen(channel, fn),
@@ -109,10 +139,15 @@ export function openPostgres(options: PostgresOptions): Database {
       const client = await pool.connect().catch((err: unknown) => {
         throw toDatabaseError(err);
       });
+      let lost = false;
+      const release = checkOut(client, () => (lost = true));
       return {
         query: (text, values, options) => run(client, text, values, options),
         // Destroy rather than return it: session locks must not outlive the session.
-        release: async () => client.release(true),
+        release: async () => release(true),
+        get lost() {
+          return lost;
+        },
       };
     },
     async close() {
@@ -158,7 +193,7 @@ class NotificationListener {
   private connect(): Promise<pg.Client> {
     if (this.client) return Promise.resolve(this.client);
     this.connecting ??= (async () => {
-      const client = new pg.Client({ connectionString: this.url, types });
+      const client = new pg.Client({ connectionString: this.url, types, connectionTimeoutMillis: 5000, keepAlive: true });
       client.on('notification', (msg) => {
         for (const fn of this.handlers.get(msg.channel) ?? []) fn(msg.payload ?? '');
       });

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { AccountLedger } from '../accounts/account-ledger.js';
+import type { Publisher } from '../brokers/message.js';
 import type { Database } from '../db/database.js';
 import type { Charges } from '../charges/charges.js';
 import type { Orders } from '../intake/orders.js';
@@ -11,6 +12,7 @@ import { bearerAuth, isPublicPath } from './auth.js';
 import { chargeRoutes } from './charge-routes.js';
 import { observeRequests, operationsApi, type OperationsDeps } from './operations-api.js';
 import { openApiConventions } from './openapi-conventions.js';
+import { healthRoutes } from './health-routes.js';
 import { orderRoutes } from './order-routes.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
@@ -25,7 +27,7 @@ export interface AppDeps extends OperationsDeps {
   orders?: Orders;
   /** Charges; without it the charge routes are not served. */
   charges?: Charges;
-  /** When set, every route but /healthz needs `Authorization: Bearer <apiKey>`. */
+  /** When set, every route but /healthz, /readyz and the console's files needs `Authorization: Bearer <apiKey>`. */
   apiKey?: string;
   /** Fastify's logger option: false, or pino options such as `{ level: 'info' }`. @defaultValue false */
   logger?: FastifyServerOptions['logger'];
@@ -95,14 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  app.get('/healthz', { schema: { summary: 'Liveness, database reachability and reader delay' } }, async (_request, reply) => {
-    try {
-      const delay = await deps.store.readerDelay();
-      return { status: 'ok', database: deps.db.kind, readerDelay: delay };
-    } catch {
-      return sendProblem(reply, 503, 'the database is not reachable');
-    }
-  });
+  await app.register(healthRoutes, { db: deps.db, store: deps.store, publisher: deps.publisher?.() });
   await app.register(accountRoutes, { db: deps.db, ledger: deps.ledger, keys: deps.keys });
   if (deps.orders) await app.register(orderRoutes, { orders: deps.orders });
   if (deps.charges) await app.register(chargeRoutes, { charges: deps.charges });

@@ -4,8 +4,11 @@ import { UnauthorizedError } from '../errors.js';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-/** Paths served without the key: liveness, and the console's static files (it asks for the key, then sends it to /ops). */
-const PUBLIC_PATHS = ['/healthz', '/console'];
+/**
+ * Paths served without the key: the probes of load balancers and orchestrators, which carry no
+ * key, and the console's static files (it asks for the key, then sends it to /ops).
+ */
+const PUBLIC_PATHS = ['/healthz', '/readyz', '/console'];
 
 /** Whether a path (a URL or a route pattern) is served without the API key. */
 export function isPublicPath(url: string): boolean {

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
 import { quoteSchema } from '../db/schema-name.js';
+import { isDatabaseUnavailable } from '../db/database-error.js';
 import { IdempotencyKeyInFlightError, ValidationError } from '../errors.js';
 
 /** A stored first response. */
@@ -75,9 +76,43 @@ export function createIdempotencyKeys(db: Database, options: IdempotencyKeyOptio
   const ttlMs = options.ttlMs ?? 24 * 60 * 60 * 1000;
   const leaseMs = options.leaseMs ?? 60_000;
 
+  /**
+   * Deletes an in-flight claim; while the database cannot be reached, tries again in the
+   * background (for up to the lease), so a retry after a short outage finds the key free instead
+   * of in flight until the lease runs out.
+   */
+  async function release(key: string, owner: string): Promise<void> {
+    const started = Date.now();
+    const attempt = async (): Promise<void> => {
+      await db.query(statements.release, [key, owner]);
+    };
+    try {
+      await attempt();
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      let wait = 250;
+      const retry = () => {
+        if (Date.now() - started + wait > leaseMs) return;
+        setTimeout(() => {
+          attempt().catch((again: unknown) => {
+            if (!isDatabaseUnavailable(again)) return;
+            wait = Math.min(wait * 2, 5000);
+            retry();
+          });
+        }, wait).unref();
+      };
+      retry();
+      throw err;
+    }
+  }
+
   async function claim(key: string, fingerprint: string): Promise<Claim> {
     const owner = randomUUID();
-    const claimed = await db.query<{ owner: string }>(statements.claim, [key, fingerprint, owner, ttlMs, leaseMs]);
+    const claimed = await db.query<{ owner: string }>(statements.claim, [key, fingerprint, owner, ttlMs, leaseMs]).catch(async (err: unknown) => {
+      // The claim may have committed with its answer lost on the way: free it, it is this request's.
+      if (isDatabaseUnavailable(err)) await release(key, owner).catch(() => undefined);
+      throw err;
+    });
     if (claimed.rowCount === 1) return { kind: 'claimed', owner };
     const { rows } = await db.query<{ request_hash: string; state: string; response_status: number; response_body: unknown }>(statements.existing, [key]);
     const row = rows[0];
@@ -92,10 +127,6 @@ export function createIdempotencyKeys(db: Database, options: IdempotencyKeyOptio
     const { rowCount } = await target.query(statements.complete, [key, owner, response.status, JSON.stringify(response.body)]);
     // Another request took the key over (this one outlived its lease): roll this one back.
     if (rowCount !== 1) throw new IdempotencyKeyInFlightError();
-  }
-
-  async function release(key: string, owner: string): Promise<void> {
-    await db.query(statements.release, [key, owner]);
   }
 
   /** Deletes expired keys; returns how many. */

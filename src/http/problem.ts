@@ -1,5 +1,9 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable, toDatabaseError } from '../db/database-error.js';
 import { RastroError } from '../errors.js';
+
+/** Seconds a client is asked to wait (`Retry-After`) before retrying a 503. */
+export const RETRY_AFTER_SECONDS = 2;
 
 /** An RFC 9457 problem document. */
 export interface Problem {
@@ -44,6 +48,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   RASTRO_PRECONDITION_FAILED: 412,
   RASTRO_UNAUTHORIZED: 401,
   RASTRO_TX_IDS_REWOUND: 503,
+  RASTRO_DATABASE_UNAVAILABLE: 503,
 };
 
 function problem(status: number, detail: string, url: string, extensions: Record<string, unknown> = {}): Problem {
@@ -68,6 +73,7 @@ const CLIENT_STATUSES = new Set([400, 404, 405, 413, 415]);
 
 /** Maps every error to a problem document; internals never reach the response. */
 export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (isDatabaseUnavailable(error)) return sendUnavailable(reply, request, error);
   if (error instanceof RastroError) {
     const found = problemFor(error, request.url);
     if (found) return sendProblem(reply, found.status, found.detail, { code: found.code, ...(found.field ? { field: found.field } : {}) });
@@ -81,6 +87,16 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
   request.log.error({ error: { name: error.name, code: (error as { code?: unknown }).code, sqlState: (error as { sqlState?: unknown }).sqlState, message: error.message } }, 'request failed');
   const status = error instanceof RastroError && error.code === 'RASTRO_TX_IDS_REWOUND' ? 503 : 500;
   return sendProblem(reply, status, status === 503 ? error.message : 'the server could not complete the request; it has been logged');
+}
+
+/**
+ * A database that cannot be reached is not a fault of the request nor a bug: 503 with
+ * `Retry-After`, and a detail that names neither the host nor the statement.
+ */
+function sendUnavailable(reply: FastifyReply, request: FastifyRequest, error: FastifyError): FastifyReply {
+  request.log.warn({ error: { code: 'RASTRO_DATABASE_UNAVAILABLE', message: toDatabaseError(error).message } }, 'database unavailable');
+  reply.header('Retry-After', String(RETRY_AFTER_SECONDS));
+  return sendProblem(reply, 503, 'the database is not reachable; retry later', { code: 'RASTRO_DATABASE_UNAVAILABLE' });
 }
 
 function clientMessage(error: FastifyError): string {

@@ -1,5 +1,6 @@
 import type { Context } from '@opentelemetry/api';
 import type { Queryable, QueryResult } from '../db/database.js';
+import { isDatabaseUnavailable } from '../db/database-error.js';
 import { ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
 import { runEffectRound, recordEffectOutcomes, type EffectOutcomes, type EffectRequest, type KnownEffects } from './effect-round.js';
@@ -75,6 +76,8 @@ export class Batch {
   private onQuiet: (() => void) | undefined;
   private transaction: Queryable | undefined;
   private splitReason: unknown;
+  /** A handler failed because a database could not be reached: not the event's fault, so the batch fails (and is read again) rather than park it. */
+  private outage: unknown;
   private writeOrder = 0;
   /** Streams whose events wait behind events parked before this batch: the commit holds them. */
   private readonly heldStreams: string[] = [];
@@ -199,6 +202,7 @@ export class Batch {
     } catch (err) {
       task.state = 'failed';
       task.error = errorText(err);
+      if (isDatabaseUnavailable(err)) this.outage ??= err;
       // Later events of the stream wait behind it.
       for (let later = task.next; later; later = later.next) later.state = 'waiting';
       if (this.transaction) this.splitReason ??= err;
@@ -258,6 +262,7 @@ export class Batch {
         await this.runStatements(this.transaction, this.resuming(this.statements.splice(0)));
         continue;
       }
+      if (this.outage !== undefined) throw this.outage;
       if (this.splitReason !== undefined) throw new BatchNeedsSplitting(this.splitReason);
       return;
     }

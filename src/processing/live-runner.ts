@@ -78,7 +78,11 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
   const runner = await openRunnerSession(db, sql);
   const run: RunContext = {
     db, sql, schema: store.schema, processor, runId, mode: 'live', simulate: false, policy,
-    ownerToken: runner.token, leaseMs: options.leaseMs ?? 5 * 60_000, effectConcurrency: options.effectConcurrency ?? 32,
+    // A renewed session has a new token: reservations from now on carry it.
+    get ownerToken() {
+      return runner.token;
+    },
+    leaseMs: options.leaseMs ?? 5 * 60_000, effectConcurrency: options.effectConcurrency ?? 32,
   };
   const leases = new PartitionLeases(runner, sql, partitionLockName(store.schema, processor.name), processor.name, count);
   const counters = new Counters();

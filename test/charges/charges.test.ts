@@ -68,7 +68,7 @@ describe.each(backends())('charges on $name', (backend) => {
     // Before the deadline nobody asks: a capture may still be on its way.
     expect((await reconcileEffects(t.services.store, { types: t.charges.effectTypes })).asked).toBe(0);
     expect((await t.charges.stalePending()).count).toBe(0);
-    await sleep(450);
+    await sleep(1_300);
     expect((await t.charges.stalePending()).count).toBe(2);
     const report = await reconcileEffects(t.services.store, { types: t.charges.effectTypes });
     expect(report).toMatchObject({ asked: 2, happened: 1, redone: 1, failed: 0 });
@@ -87,7 +87,7 @@ describe.each(backends())('charges on $name', (backend) => {
     const t = await chargeApp(backend, { whenNotFound: 'fail' });
     t.acquirer.faults.push('fail-before');
     const charge = (await t.charge(body, 'never')).json<Charge>();
-    await sleep(450);
+    await sleep(1_300);
     expect(await reconcileEffects(t.services.store, { types: t.charges.effectTypes })).toMatchObject({ asked: 1, failed: 1 });
     expect(await t.charges.get(charge.id)).toMatchObject({ status: 'FAILED', reason: 'the provider confirmed it did not happen' });
     expect(t.acquirer.stats.captureRequests).toBe(1);
@@ -95,11 +95,11 @@ describe.each(backends())('charges on $name', (backend) => {
   });
 
   it('unknown is asked again with a growing backoff, then goes to review past the business deadline', async () => {
-    const t = await chargeApp(backend, { reviewAfterMs: 1_500, backoff: { initialMs: 100, maxMs: 400 } });
+    const t = await chargeApp(backend, { reviewAfterMs: 2_500, backoff: { initialMs: 100, maxMs: 400 } });
     t.acquirer.faults.push('capture-then-500');
     t.acquirer.unknownLookups.set('*', 1_000);
     const charge = (await t.charge(body, 'unknown')).json<Charge>();
-    await sleep(450);
+    await sleep(1_300);
     const first = await reconcileEffects(t.services.store, { types: t.charges.effectTypes });
     expect(first).toMatchObject({ asked: 1, unknown: 1 });
     // Backing off: asked again only after the wait.
@@ -134,11 +134,11 @@ describe.each(backends())('charges on $name', (backend) => {
   });
 
   it('where the acquirer allows it, the deadline rule voids with the same key instead of review', async () => {
-    const t = await chargeApp(backend, { reviewAfterMs: 500, onDeadline: 'void' });
+    const t = await chargeApp(backend, { reviewAfterMs: 1_200, onDeadline: 'void' });
     t.acquirer.faults.push('capture-then-timeout');
     t.acquirer.unknownLookups.set('*', 1_000);
     const charge = (await t.charge(body, 'to-void')).json<Charge>();
-    await sleep(550);
+    await sleep(1_300);
     expect(await reconcileEffects(t.services.store, { types: t.charges.effectTypes })).toMatchObject({ asked: 1, failed: 1 });
     expect(await t.charges.get(charge.id)).toMatchObject({ status: 'FAILED', reason: 'voided with the same key at the business deadline' });
     expect(t.acquirer.captured()).toHaveLength(0);
@@ -148,7 +148,7 @@ describe.each(backends())('charges on $name', (backend) => {
     const t = await chargeApp(backend, {}, { lookupDelayMs: 30 });
     for (let i = 0; i < 24; i++) t.acquirer.faults.push('capture-then-500');
     for (let i = 0; i < 24; i++) expect((await t.charge({ ...body, amountCents: 100 + i }, `k-${i}`)).statusCode).toBe(202);
-    await sleep(450);
+    await sleep(1_300);
     const reports = await Promise.all([1, 2, 3].map(() => reconcileEffects(t.services.store, { types: t.charges.effectTypes, limit: 24, once: true })));
     expect(reports.reduce((sum, r) => sum + r.asked, 0)).toBe(24);
     expect(reports.reduce((sum, r) => sum + r.settledMeanwhile, 0)).toBe(0);

@@ -28,12 +28,15 @@ async function serve(dataDir: string): Promise<string> {
 }
 
 describe('rastro serve on the embedded database', () => {
-  it('migrates, prints its URL, answers /healthz and reports unknown routes as problems', async () => {
+  it('migrates, prints its URL, answers /healthz and /readyz and reports unknown routes as problems', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'rastro-serve-'));
     const url = await serve(dataDir);
     const health = await fetch(`${url}/healthz`);
     expect(health.status).toBe(200);
-    expect(await health.json()).toMatchObject({ status: 'ok', database: 'pglite', readerDelay: { heldBack: 0 } });
+    expect(await health.json()).toEqual({ status: 'ok', database: 'pglite' });
+    const ready = await fetch(`${url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ready', checks: { database: { status: 'ok', readerDelay: { heldBack: 0 } }, migrations: { status: 'ok' } } });
     const missing = await fetch(`${url}/no-such-route`);
     expect(missing.status).toBe(404);
     expect(missing.headers.get('content-type')).toContain('application/problem+json');

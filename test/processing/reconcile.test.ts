@@ -143,7 +143,7 @@ describe.each(backends())('reconciliation of processor effects on $name', (backe
   it('a released effect is performed by the next run that reaches its event', async () => {
     const store = await files.storeOn(backend);
     const notifier = files.notifier();
-    const processor = commissionProcessor(sellerNotifierClient(notifier.url, { timeoutMs: 500 }), { askProvider: true, settleMs: 0 });
+    const processor = commissionProcessor(sellerNotifierClient(notifier.url, { timeoutMs: 5_000 }), { askProvider: true, settleMs: 0 });
     // Fails before sending, but the caller cannot tell: uncertain, and the provider never got it.
     notifier.behaviour.failNext = { when: 'before-send', count: 1 };
     await payOrders(store, makeOrders(2, 'x'));

@@ -25,7 +25,7 @@ export async function chargeApp(backend: Backend, options: ChargeOptions = {}, f
   const acquirer = await startAcquirerFake(fake);
   afterEach(() => acquirer.close());
   const services = createServices(db, { schema, snapshotEvery: 100, idempotencyTtlSeconds: 86_400 });
-  const charges = createCharges(services.store, { acquirer: acquirerClient(acquirer.url), timeoutMs: 200, deadlineMs: 400, reviewAfterMs: 60_000, backoff: { initialMs: 50, maxMs: 200 }, ...options });
+  const charges = createCharges(services.store, { acquirer: acquirerClient(acquirer.url), timeoutMs: 1_000, deadlineMs: 1_200, reviewAfterMs: 60_000, backoff: { initialMs: 50, maxMs: 200 }, ...options });
   const app = await buildApp({ ...services, charges });
   return {
     services,

@@ -290,6 +290,8 @@ export async function startReconcileLoop(
   const loop = (async () => {
     while (!stopped) {
       try {
+        // After an outage the liveness session may be gone: a new one, with a new token, first.
+        if (failures > 0 || runner.lost) await runner.renew();
         const report = await reconciler.pass(runner.token);
         total = addReports(total, report);
         if (report.asked > 0) options.onPass?.(report);

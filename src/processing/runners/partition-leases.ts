@@ -62,6 +62,12 @@ export class PartitionLeases {
     }
   }
 
+  /** After the runner's session was lost (and its locks with it): holds nothing until the next rebalance. */
+  forget(): void {
+    for (const partition of this.owned) this.held.delete(this.heldKey(partition));
+    this.owned.clear();
+  }
+
   /** Forgets this runner; its partition locks go with its session. */
   async releaseAll(): Promise<void> {
     await this.runner.session.query(this.sql.forgetRunner, [this.group, this.runner.token]).catch(() => undefined);
