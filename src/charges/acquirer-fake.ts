@@ -61,8 +61,8 @@ export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
   /** Lookups of these keys (or, under '*', of any key) answer `unknown` this many more times. */
   const unknownLookups = new Map<string, number>();
   const stats = { captureRequests: 0, lookups: 0, voids: 0 };
-  /** Capture requests and lookups per key. */
-  const requestsFor = new Map<string, { captures: number; lookups: number }>();
+  /** Capture requests and lookups per key, and the trace context the last capture request carried. */
+  const requestsFor = new Map<string, { captures: number; lookups: number; traceparent?: string }>();
   const count = (key: string, what: 'captures' | 'lookups') => {
     const entry = requestsFor.get(key) ?? { captures: 0, lookups: 0 };
     entry[what]++;
@@ -83,6 +83,8 @@ export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
         const key = request.headers['idempotency-key'];
         if (typeof key !== 'string' || key.length === 0) return send(response, 400, { error: 'Idempotency-Key is required' });
         count(key, 'captures');
+        const traceparent = request.headers.traceparent;
+        if (typeof traceparent === 'string') requestsFor.get(key)!.traceparent = traceparent;
         let body: { amountCents?: unknown; currency?: unknown; customerId?: unknown };
         try {
           body = JSON.parse(await read(request)) as typeof body;

@@ -1,3 +1,4 @@
+import { withAcquirerSpan } from '../observability/tracing.js';
 import { EffectDeclinedError } from '../processing/ledger/effect-type.js';
 
 /** What a charge asks the acquirer to capture. */
@@ -59,30 +60,50 @@ function capture(body: Record<string, unknown>): Capture {
  */
 export function acquirerClient(baseUrl: string): Acquirer {
   const url = baseUrl.replace(/\/+$/, '');
+  // Each call is a client span; its traceparent goes to the acquirer with the request.
+  const call = <T>(operation: string, key: string, fn: (headers: Record<string, string>) => Promise<{ response: Response; value: () => Promise<T> }>) =>
+    withAcquirerSpan(operation, { 'rastro.charge.idempotency_key': key }, async (traceHeaders, span) => {
+      const { response, value } = await fn({ ...traceHeaders });
+      span.setAttribute('http.response.status_code', response.status);
+      return value();
+    });
   return {
-    async capture(idempotencyKey, request, { signal }) {
-      const response = await fetch(`${url}/captures`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-        body: JSON.stringify(request),
-        signal,
-      });
-      const body = await json(response);
-      if (response.status === 200 || response.status === 201) return capture(body);
-      if (response.status === 402) throw new CaptureDeclinedError(typeof body.reason === 'string' ? body.reason : 'declined');
-      throw new Error(`the acquirer answered ${response.status} to a capture`);
-    },
-    async lookup(idempotencyKey, { signal }) {
-      const response = await fetch(`${url}/captures/${encodeURIComponent(idempotencyKey)}`, { signal });
-      const body = await json(response);
-      if (response.status === 200 && body.status === 'captured') return { status: 'captured', capture: capture(body) };
-      if (response.status === 404 && body.status === 'not_found') return { status: 'not_found' };
-      return { status: 'unknown' };
-    },
-    async void(idempotencyKey, { signal }) {
-      const response = await fetch(`${url}/captures/${encodeURIComponent(idempotencyKey)}/void`, { method: 'POST', signal });
-      const body = await json(response);
-      return response.status === 200 && body.status === 'voided';
-    },
+    capture: (idempotencyKey, request, { signal }) =>
+      call('capture', idempotencyKey, async (headers) => {
+        const response = await fetch(`${url}/captures`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+          body: JSON.stringify(request),
+          signal,
+        });
+        const body = await json(response);
+        return {
+          response,
+          value: async () => {
+            if (response.status === 200 || response.status === 201) return capture(body);
+            if (response.status === 402) throw new CaptureDeclinedError(typeof body.reason === 'string' ? body.reason : 'declined');
+            throw new Error(`the acquirer answered ${response.status} to a capture`);
+          },
+        };
+      }),
+    lookup: (idempotencyKey, { signal }) =>
+      call('lookup', idempotencyKey, async (headers) => {
+        const response = await fetch(`${url}/captures/${encodeURIComponent(idempotencyKey)}`, { headers, signal });
+        const body = await json(response);
+        return {
+          response,
+          value: async (): Promise<CaptureLookup> => {
+            if (response.status === 200 && body.status === 'captured') return { status: 'captured', capture: capture(body) };
+            if (response.status === 404 && body.status === 'not_found') return { status: 'not_found' };
+            return { status: 'unknown' };
+          },
+        };
+      }),
+    void: (idempotencyKey, { signal }) =>
+      call('void', idempotencyKey, async (headers) => {
+        const response = await fetch(`${url}/captures/${encodeURIComponent(idempotencyKey)}/void`, { method: 'POST', headers, signal });
+        const body = await json(response);
+        return { response, value: async () => response.status === 200 && body.status === 'voided' };
+      }),
   };
 }

@@ -1,9 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { context, propagation, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { propagation, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryPublisher } from '../../src/brokers/memory.js';
 import { wireHeaders } from '../../src/brokers/message.js';
 import { createNatsConsumer } from '../../src/brokers/nats-consumer.js';
@@ -22,22 +19,9 @@ import { NATS_URL } from '../support/brokers.js';
 import { backends, freshSchema, type Backend } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { memoryConsumer } from '../support/memory-consumer.js';
+import { parentId, traceparentOf, useTestTracing } from '../support/trace-sdk.js';
 
-// The SDK is the test's: rastro itself depends on the OpenTelemetry API only.
-const exporter = new InMemorySpanExporter();
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-beforeAll(() => {
-  expect(trace.setGlobalTracerProvider(provider)).toBe(true);
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-});
-afterAll(async () => {
-  trace.disable();
-  context.disable();
-  propagation.disable();
-  await provider.shutdown();
-});
-beforeEach(() => exporter.reset());
+const { spansOf, spanNamed } = useTestTracing();
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -53,19 +37,6 @@ function callerTrace() {
   const traceId = randomBytes(16).toString('hex');
   const spanId = randomBytes(8).toString('hex');
   return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-01` };
-}
-
-const spansOf = (traceId: string) => exporter.getFinishedSpans().filter((span) => span.spanContext().traceId === traceId);
-const traceparentOf = (span: ReadableSpan) => `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`;
-const parentId = (span: ReadableSpan) => span.parentSpanContext?.spanId;
-
-/** The one finished span of the trace with this name (waiting for it: some end after the call returns). */
-function spanNamed(traceId: string, name: string): Promise<ReadableSpan> {
-  return eventually(() => {
-    const found = spansOf(traceId).filter((span) => span.name === name);
-    if (found.length > 1) throw new Error(`${found.length} spans named ${name}`);
-    return found[0];
-  }, `the span ${name} in trace ${traceId}`);
 }
 
 async function storeOn(backend: Backend): Promise<EventStore> {
