@@ -5,31 +5,28 @@
 import { runContender } from '../shared/contender.js';
 import { startServerChild } from '../shared/server-child.js';
 import { httpClient } from '../http-api/workload.js';
-import { CHARGE_BODY, CHARGES, countedLoad, expectStatus, newKey } from './workload.js';
+import { CHARGE_BODY, CHARGES, expectStatus, loadsInTurns, newKey } from './workload.js';
 
 const body = { ...CHARGE_BODY, currency: 'BRL' };
 
-await runContender(async () => {
+await runContender(async (run) => {
   const acquirer = await startServerChild(new URL('./acquirer-server.js', import.meta.url));
   const client = httpClient(acquirer.info.url, CHARGES.connections);
   try {
     const keys = [];
-    const cpuBefore = (await acquirer.command('stats')).cpuMs;
-    const captures = await countedLoad(async () => {
+    const capture = async () => {
       const headers = newKey();
       await expectStatus(client, 201, 'POST', '/captures', body, headers);
       keys.push(headers['idempotency-key']);
-    });
-    const afterCaptures = await acquirer.command('stats');
-    if (afterCaptures.captured !== captures.requests) throw new Error(`the fake holds ${afterCaptures.captured} captures after ${captures.requests} requests`);
-    let next = 0;
-    const lookups = await countedLoad(() => expectStatus(client, 200, 'GET', `/captures/${encodeURIComponent(keys[next++ % keys.length])}`));
-    return {
-      captures: captures.perSecond,
-      captureP50: captures.p50,
-      captureCpuMs: (afterCaptures.cpuMs - cpuBefore) / captures.requests,
-      lookups: lookups.perSecond,
     };
+    const cpu = async () => ({ cpuMs: (await acquirer.command('stats')).cpuMs });
+    const { captures } = await loadsInTurns({ captures: { op: capture, sample: cpu } }, run);
+    const { captured } = await acquirer.command('stats');
+    if (captured !== captures.requests) throw new Error(`the fake holds ${captured} captures after ${captures.requests} requests`);
+    let next = 0;
+    const lookup = () => expectStatus(client, 200, 'GET', `/captures/${encodeURIComponent(keys[next++ % keys.length])}`);
+    const { lookups } = await loadsInTurns({ lookups: { op: lookup } }, run);
+    return { captures: captures.perSecond, captureP50: captures.p50, captureCpuMs: captures.perRequest.cpuMs, lookups: lookups.perSecond };
   } finally {
     client.close();
     await acquirer.close();

@@ -10,64 +10,58 @@ import { DATABASE_URL } from '../shared/database.js';
 import { poolErrors } from '../shared/pools.js';
 import { startServerChild } from '../shared/server-child.js';
 import { httpClient } from '../http-api/workload.js';
-import { captureAtAcquirer, CHARGE_BODY, CHARGES, countedLoad, expectStatus, fillStaleCharges, newKey } from './workload.js';
+import { captureAtAcquirer, CHARGE_BODY, CHARGES, expectStatus, fillStaleCharges, loadsInTurns, newKey } from './workload.js';
 
 const here = (name) => new URL(`./${name}`, import.meta.url);
 
-/** `op` under load, with the server's CPU milliseconds per request over the whole load. */
-async function measured(server, op) {
-  const before = await server.command('cpu');
-  const load = await countedLoad(op);
-  const cpuMs = ((await server.command('cpu')) - before) / load.requests;
-  return { ...load, cpuMs };
-}
-
-async function deposits(server, client) {
+async function openAccounts(client) {
   const accounts = [];
   for (let i = 0; i < CHARGES.connections; i += 1) {
     accounts.push(JSON.parse((await expectStatus(client, 201, 'POST', '/accounts', { owner: `bench depositor ${i}` })).text).id);
   }
-  return measured(server, (c) => expectStatus(client, 201, 'POST', `/accounts/${accounts[c]}/deposit`, { amount: 1 }, newKey()));
+  return accounts;
 }
 
-async function charges(server, client, acquirer) {
-  const before = await acquirer.command('stats');
-  const load = await measured(server, () => expectStatus(client, 201, 'POST', '/charges', CHARGE_BODY, newKey()));
-  const after = await acquirer.command('stats');
-  const counts = await server.command('charges');
-  // 201 is CAPTURED or FAILED, and the fake declines nothing: every charge must be CAPTURED, once.
-  if (counts.CAPTURED !== load.requests || counts.PENDING + counts.FAILED + counts.NEEDS_REVIEW !== 0) {
-    throw new Error(`after ${load.requests} charges the server holds ${JSON.stringify(counts)}`);
-  }
-  const captured = after.captured - before.captured;
-  if (captured !== load.requests) throw new Error(`the acquirer captured ${captured} times for ${load.requests} charges`);
-  return { ...load, acquirerCpuMs: (after.cpuMs - before.cpuMs) / load.requests };
-}
-
-/** The load rows; which of the two runs first alternates with the run, so neither always finds the other's rows. */
+/**
+ * Idempotent deposits and charges against one server, in turns: rates, latencies, and the
+ * server's (and for charges the fake's) CPU milliseconds per request. Then the checks: every
+ * charge sent is CAPTURED, and the fake captured exactly as many.
+ */
 async function requestRows(run, acquirer) {
   const server = await startServerChild(here('rastro-server.js'), { acquirerUrl: acquirer.info.url });
   const client = httpClient(server.info.url, CHARGES.connections);
   try {
-    let deposit;
-    let charge;
-    if (run % 2 === 1) {
-      deposit = await deposits(server, client);
-      charge = await charges(server, client, acquirer);
-    } else {
-      charge = await charges(server, client, acquirer);
-      deposit = await deposits(server, client);
+    const accounts = await openAccounts(client);
+    const before = await acquirer.command('stats');
+    const serverCpu = async () => ({ cpuMs: await server.command('cpu') });
+    const { deposits, charges } = await loadsInTurns(
+      {
+        deposits: { op: (c) => expectStatus(client, 201, 'POST', `/accounts/${accounts[c]}/deposit`, { amount: 1 }, newKey()), sample: serverCpu },
+        charges: {
+          op: () => expectStatus(client, 201, 'POST', '/charges', CHARGE_BODY, newKey()),
+          sample: async () => ({ ...(await serverCpu()), acquirerCpuMs: (await acquirer.command('stats')).cpuMs }),
+        },
+      },
+      run,
+    );
+    const counts = await server.command('charges');
+    // 201 is CAPTURED or FAILED, and the fake declines nothing: every charge must be CAPTURED, once.
+    if (counts.CAPTURED !== charges.requests || counts.PENDING + counts.FAILED + counts.NEEDS_REVIEW !== 0) {
+      throw new Error(`after ${charges.requests} charges the server holds ${JSON.stringify(counts)}`);
     }
+    const captured = (await acquirer.command('stats')).captured - before.captured;
+    if (captured !== charges.requests) throw new Error(`the acquirer captured ${captured} times for ${charges.requests} charges`);
     return {
-      charges: charge.perSecond,
-      deposits: deposit.perSecond,
-      chargeP50: charge.p50,
-      chargeP99: charge.p99,
-      depositP50: deposit.p50,
-      depositP99: deposit.p99,
-      chargeCpuMs: charge.cpuMs,
-      depositCpuMs: deposit.cpuMs,
-      acquirerCpuMs: charge.acquirerCpuMs,
+      charges: charges.perSecond,
+      deposits: deposits.perSecond,
+      depositOverCharge: charges.perSecond / deposits.perSecond,
+      chargeP50: charges.p50,
+      chargeP99: charges.p99,
+      depositP50: deposits.p50,
+      depositP99: deposits.p99,
+      chargeCpuMs: charges.perRequest.cpuMs,
+      depositCpuMs: deposits.perRequest.cpuMs,
+      acquirerCpuMs: charges.perRequest.acquirerCpuMs,
     };
   } finally {
     client.close();

@@ -1,8 +1,9 @@
-// The charges workload: request loads through node:http (the http-api section's client and load
-// loops, so 16 connections, 2 s warm-up and 10 s measured here too), and stale PENDING charges
-// written by SQL for reconciliation.
+// The charges workload: request loads through node:http (the http-api section's client and
+// sizes: 16 connections, 2 s warm-up, 10 s measured), and stale PENDING charges written by SQL
+// for reconciliation.
 import { createHash, randomUUID } from 'node:crypto';
-import { httpClient, underLoad, WORKLOAD as HTTP } from '../http-api/workload.js';
+import { performance } from 'node:perf_hooks';
+import { httpClient, percentile, WORKLOAD as HTTP } from '../http-api/workload.js';
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
 
@@ -10,6 +11,8 @@ export const CHARGES = Object.freeze({
   connections: HTTP.connections,
   warmupMs: HTTP.warmupMs,
   durationMs: HTTP.durationMs,
+  /** The measured time of each compared load, in this many turns. */
+  slices: 5,
   /** Stale PENDING charges a reconciliation row settles. */
   stale: env('BENCH_STALE_CHARGES', 10_000),
   /** Effects a reconciler claims per pass: serve's loop and `reconcileEffects` default. */
@@ -21,17 +24,60 @@ export const CHARGES = Object.freeze({
 /** What every charge of the load asks: BRL by default. */
 export const CHARGE_BODY = Object.freeze({ amountCents: 2_500, customerId: 'bench customer' });
 
+/** `connections` loops of `op(connection)` for `ms`, each one request at a time; returns how many completed. */
+async function slice(op, ms, latencies) {
+  let done = 0;
+  const until = performance.now() + ms;
+  await Promise.all(
+    Array.from({ length: CHARGES.connections }, async (_, connection) => {
+      while (performance.now() < until) {
+        const start = performance.now();
+        await op(connection);
+        latencies?.push(performance.now() - start);
+        done += 1;
+      }
+    }),
+  );
+  return done;
+}
+
 /**
- * `op(connection)` under the load of the http-api section, counting every request (warm-up
- * included) so the caller can check what the server recorded: `{ perSecond, p50, p99, requests }`.
+ * Loads that are compared with each other, measured in turns so that whatever else runs on the
+ * machine weighs on each alike: `loads` maps a name to `{ op, sample }`. Each load gets its
+ * warm-up, then `slices` turns of `durationMs / slices` each, the order flipping every turn
+ * (and with the run). `sample()` returns counters (CPU time, say) read before and after each
+ * turn. Per load: requests per second and latency percentiles of the measured turns, requests
+ * made in all (warm-up included) and the counters' growth per request.
  */
-export async function countedLoad(op) {
-  let requests = 0;
-  const result = await underLoad(async (connection) => {
-    await op(connection);
-    requests += 1;
-  });
-  return { ...result, requests };
+export async function loadsInTurns(loads, run) {
+  const names = Object.keys(loads);
+  const totals = Object.fromEntries(names.map((name) => [name, { requests: 0, measured: 0, seconds: 0, latencies: [], counters: {} }]));
+  async function turn(name, ms, measure) {
+    const { op, sample } = loads[name];
+    const total = totals[name];
+    const before = sample ? await sample() : {};
+    const start = performance.now();
+    const done = await slice(op, ms, measure ? total.latencies : undefined);
+    const seconds = (performance.now() - start) / 1000;
+    const after = sample ? await sample() : {};
+    for (const key of Object.keys(after)) total.counters[key] = (total.counters[key] ?? 0) + after[key] - before[key];
+    total.requests += done;
+    if (measure) {
+      total.measured += done;
+      total.seconds += seconds;
+    }
+  }
+  for (const name of names) await turn(name, CHARGES.warmupMs, false);
+  for (let i = 0; i < CHARGES.slices; i += 1) {
+    for (const name of (i + run) % 2 === 0 ? names : [...names].reverse()) await turn(name, CHARGES.durationMs / CHARGES.slices, true);
+  }
+  return Object.fromEntries(
+    names.map((name) => {
+      const { requests, measured, seconds, latencies, counters } = totals[name];
+      const perRequest = Object.fromEntries(Object.entries(counters).map(([key, value]) => [key, value / requests]));
+      return [name, { perSecond: measured / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), requests, perRequest }];
+    }),
+  );
 }
 
 /** `request`, failing unless the status is `status`. */

@@ -77,7 +77,7 @@ async function loops(connections, until, op, latencies) {
  * Warm-up, then `durationMs` of measured load: requests per second (requests in flight at the
  * deadline finish and count) and their latency percentiles in milliseconds.
  */
-export async function underLoad(op) {
+async function underLoad(op) {
   const { connections, warmupMs, durationMs } = WORKLOAD;
   await loops(connections, performance.now() + warmupMs, op);
   const latencies = [];
