@@ -28,7 +28,7 @@ async function openAccounts(client) {
  * charge sent is CAPTURED, and the fake captured exactly as many.
  */
 async function requestRows(run, acquirer) {
-  const server = await startServerChild(here('rastro-server.js'), { acquirerUrl: acquirer.info.url });
+  const server = await startServerChild(here('rastro-server.js'), { acquirerUrl: acquirer.info.url, relay: CHARGES.relay });
   const client = httpClient(server.info.url, CHARGES.connections);
   try {
     const accounts = await openAccounts(client);

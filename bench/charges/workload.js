@@ -11,6 +11,8 @@ export const CHARGES = Object.freeze({
   connections: HTTP.connections,
   warmupMs: HTTP.warmupMs,
   durationMs: HTTP.durationMs,
+  /** Whether the server runs serve's outbox relay (in-process publisher), as `rastro serve` does by default. */
+  relay: process.env.BENCH_CHARGES_RELAY !== 'off',
   /** The measured time of each compared load, in this many turns. */
   slices: 5,
   /** Stale PENDING charges a reconciliation row settles. */
