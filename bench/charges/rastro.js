@@ -24,7 +24,8 @@ async function openAccounts(client) {
 
 /**
  * Idempotent deposits and charges against one server, in turns: rates, latencies, and the
- * server's (and for charges the fake's) CPU milliseconds per request. Then the checks: every
+ * server's, its PostgreSQL backends' (when readable) and for charges the fake's CPU
+ * milliseconds per request. Then the checks: every
  * charge sent is CAPTURED, and the fake captured exactly as many.
  */
 async function requestRows(run, acquirer) {
@@ -33,7 +34,7 @@ async function requestRows(run, acquirer) {
   try {
     const accounts = await openAccounts(client);
     const before = await acquirer.command('stats');
-    const serverCpu = async () => ({ cpuMs: await server.command('cpu') });
+    const serverCpu = () => server.command('cpu');
     const { deposits, charges } = await loadsInTurns(
       {
         deposits: { op: (c) => expectStatus(client, 201, 'POST', `/accounts/${accounts[c]}/deposit`, { amount: 1 }, newKey()), sample: serverCpu },
@@ -62,6 +63,8 @@ async function requestRows(run, acquirer) {
       chargeCpuMs: charges.perRequest.cpuMs,
       depositCpuMs: deposits.perRequest.cpuMs,
       acquirerCpuMs: charges.perRequest.acquirerCpuMs,
+      // Where the server can read its PostgreSQL backends' CPU time (the same machine).
+      ...(charges.perRequest.dbMs === undefined ? {} : { chargeDbMs: charges.perRequest.dbMs, depositDbMs: deposits.perRequest.dbMs }),
     };
   } finally {
     client.close();

@@ -8,6 +8,14 @@ const ms = (value) => (value === undefined ? '?' : value >= 100 ? Math.round(val
 const MAX_COST = 2;
 const deposits = { label: 'idempotent deposits, same server', contender: 'rastro', key: 'deposits' };
 
+/** The PostgreSQL side of the CPU rows, when the server could read its backends' times. */
+const dbCpu = (rastro) =>
+  rastro.chargeDbMs === undefined
+    ? ''
+    : ` Its PostgreSQL backends (found by \`application_name\`, their user + system
+    time read from \`/proc/<pid>/stat\`, so only with PostgreSQL on the same machine) used
+    ${ms(rastro.chargeDbMs)} ms of CPU per charge and ${ms(rastro.depositDbMs)} ms per deposit.`;
+
 /** The charges section: `POST /charges` beside the same server's idempotent deposit, and reconciliation. */
 export const chargesSection = {
   name: 'charges',
@@ -78,7 +86,7 @@ is per request, at the client. Every request carries a new \`Idempotency-Key\` (
     that whatever else runs on the machine weighs on both alike. The median of the runs' own
     ratios is ${rastro.depositOverCharge?.toFixed(2)}. **Server CPU** is the server process's user + system time over a
     load's turns (warm-up included) divided by its requests; the charge's includes the relay
-    publishing its two outbox messages.
+    publishing its two outbox messages.${dbCpu(rastro)}
   - **reconciliation**: ${count(stale)} charges left PENDING by a process that died after the acquirer
     captured, before it wrote the outcome: inserted by SQL in one transaction into a fresh schema
     (setup, not measured) as \`createCharges\` commits them first (src/charges/sql.ts \`insert\`: the
@@ -93,10 +101,10 @@ is per request, at the client. Every request carries a new \`Idempotency-Key\` (
     \`ChargeCaptured\`. The bench checks all ${count(stale)} are \`done\`, each looked up exactly once. Two
     reconcilers are two such processes on the same rows.
 
-**Where a charge's time goes.** Measured on this machine with the server's and its PostgreSQL
-backends' CPU time per request (\`/proc/<pid>/stat\` of the backends, found by
-\`application_name\`), deposits and charges in turns on one server, three rounds each, before and
-after each change below:
+**Where a charge's time goes.** Server and PostgreSQL CPU per request as above, deposits and
+charges in turns on one server (5 s measured per load), three servers for each variant of
+\`dist/\` below, on 2026-12-01 while the machine was busier than for the table above (a load
+average of 10 to 20), hence the higher times:
 
 | change | server CPU per charge | PostgreSQL CPU per charge | charges / deposits |
 | :-- | --: | --: | --: |
