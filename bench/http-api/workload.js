@@ -24,14 +24,14 @@ export const WORKLOAD = Object.freeze({
   },
 });
 
-/** A keep-alive HTTP client for one server. `request` resolves `{ status, text }`. */
+/** A keep-alive HTTP client for one server. `request` resolves `{ status, text }`; `extra` adds headers. */
 export function httpClient(url, maxSockets) {
   const { hostname, port } = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets });
-  function request(method, path, body) {
+  function request(method, path, body, extra = {}) {
     return new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : JSON.stringify(body);
-      const headers = payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
+      const headers = payload === undefined ? { ...extra } : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...extra };
       const req = http.request({ agent, hostname, port, method, path, headers }, (res) => {
         const chunks = [];
         res.on('data', (chunk) => chunks.push(chunk));

@@ -32,7 +32,7 @@ export function summarize(section, medians) {
       line.rivalRatio = value / line.rival;
     }
     const misses = [];
-    if (row.minRatio !== undefined && line.ratio < row.minRatio) misses.push(`below ${row.minRatio}× ${baseline}`);
+    if (row.minRatio !== undefined && line.ratio < row.minRatio) misses.push(`below ${row.minRatio}× ${line.baselineOf}`);
     if (row.maxRatio !== undefined && line.ratio >= row.maxRatio) misses.push(`not under ${row.maxRatio === 1 ? '' : `${row.maxRatio}× `}${line.baselineOf}`);
     if (rival && (row.lowerIsBetter ? line.rivalRatio > 1 : line.rivalRatio < 1)) misses.push(`behind ${rival}`);
     const judged = row.minRatio !== undefined || row.maxRatio !== undefined || rival;

@@ -149,13 +149,15 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
   }
   const acquirer = options.acquirer;
 
-  const load = async (q: Queryable, id: string): Promise<ChargeRow | undefined> => (await q.query<ChargeRow>(sql.byId, [id])).rows[0];
+  const load = async (q: Queryable, id: string): Promise<ChargeRow | undefined> => (await q.query<ChargeRow>(sql.byId, [id], { prepare: true })).rows[0];
 
   /** The outbox message of a settled charge, in the transaction that settles it. */
   async function writeSettled(tx: Queryable, id: string): Promise<void> {
     const row = await load(tx, id);
-    if (!row) return;
-    const charge = toCharge(row);
+    if (row) await writeSettledRow(tx, toCharge(row));
+  }
+
+  async function writeSettledRow(tx: Queryable, charge: Charge): Promise<void> {
     const type = { CAPTURED: 'ChargeCaptured', FAILED: 'ChargeFailed', NEEDS_REVIEW: 'ChargeNeedsReview', PENDING: undefined }[charge.status];
     if (!type) return;
     await outbox.write(tx, {
@@ -171,12 +173,18 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
     return acquirer.capture(row.idempotency_key, { amountCents: Number(row.amount_cents), currency: row.currency, customerId: row.customer_id }, { signal: AbortSignal.timeout(timeoutMs) });
   }
 
-  /** Records the outcome of a call made on the request's path, and its outbox message. */
-  async function settle(id: string, state: 'done' | 'failed', result: unknown, error: string | null): Promise<void> {
-    await db.transaction(async (tx) => {
-      const { rowCount } = await tx.query(sql.settle, [captureKey(id), state, JSON.stringify(result ?? null), error]);
+  /**
+   * Records the outcome of a call made on the request's path and its outbox message, in one
+   * transaction; returns the charge as settled, or undefined when reconciliation settled it first.
+   */
+  async function settle(id: string, state: 'done' | 'failed', result: unknown, error: string | null): Promise<Charge | undefined> {
+    return db.transaction(async (tx) => {
+      const { rows } = await tx.query<ChargeRow>(sql.settle, [captureKey(id), state, JSON.stringify(result ?? null), error, id], { prepare: true });
       // Reconciliation settled it first (and wrote its message): nothing more to say.
-      if (rowCount === 1) await writeSettled(tx, id);
+      if (rows.length === 0) return undefined;
+      const charge = toCharge(rows[0]!);
+      await writeSettledRow(tx, charge);
+      return charge;
     });
   }
 
@@ -231,9 +239,8 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
       const hash = fingerprint(request);
       const id = randomUUID();
       const created = await db.transaction(async (tx) => {
-        const { rows } = await tx.query(sql.insert, [id, key, hash, request.customerId, request.amountCents, request.currency]);
+        const { rows } = await tx.query(sql.insert, [id, key, hash, request.customerId, request.amountCents, request.currency, captureKey(id)], { prepare: true });
         if (rows.length === 0) return false;
-        await tx.query(sql.reserve, [captureKey(id)]);
         await outbox.write(tx, {
           aggregateType: 'charge',
           aggregateId: id,
@@ -248,15 +255,17 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
         if (row.request_hash !== hash) throw new IdempotencyKeyReusedError();
         return { charge: toCharge(row), replayed: true };
       }
+      let settled: Charge | undefined;
       try {
         const made = await capture({ id, idempotency_key: key, amount_cents: request.amountCents, currency: request.currency, customer_id: request.customerId });
-        await settle(id, 'done', made, null);
+        settled = await settle(id, 'done', made, null);
       } catch (err) {
-        if (err instanceof EffectDeclinedError) await settle(id, 'failed', null, message(err));
+        if (err instanceof EffectDeclinedError) settled = await settle(id, 'failed', null, message(err));
         // A timeout, a reset, a 5xx: the capture may have happened. PENDING, for reconciliation.
         else await db.query(sql.ambiguous, [captureKey(id), message(err)]);
       }
-      return { charge: toCharge((await load(db, id))!), replayed: false };
+      // Settled here, the transaction returned the charge; otherwise it is read as it stands.
+      return { charge: settled ?? toCharge((await load(db, id))!), replayed: false };
     },
 
     async get(id: string): Promise<Charge> {

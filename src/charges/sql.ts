@@ -24,20 +24,31 @@ export const STATES_OF_STATUS: Readonly<Record<string, readonly string[]>> = {
 
 export function chargeSql(s: string) {
   return {
-    /** The charge and its intent, PENDING: the capture reserved before the acquirer is called. */
-    insert: `insert into ${s}.charges (id, idempotency_key, request_hash, customer_id, amount_cents, currency)
-      values ($1, $2, $3, $4, $5, $6) on conflict (idempotency_key) do nothing returning id`,
-    reserve: `insert into ${s}.effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
-      values ($1, null, '${CAPTURE_EFFECT}', 'reserved', 'request', 'keep', 0)`,
+    /**
+     * The charge and its intent, PENDING, in one statement ($7 the capture's key): the capture
+     * reserved before the acquirer is called, only when the charge is new. No row when the
+     * idempotency key is taken.
+     */
+    insert: `with charge as (
+        insert into ${s}.charges (id, idempotency_key, request_hash, customer_id, amount_cents, currency)
+        values ($1, $2, $3, $4, $5, $6) on conflict (idempotency_key) do nothing returning id)
+      insert into ${s}.effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
+      select $7, null, '${CAPTURE_EFFECT}', 'reserved', 'request', 'keep', 0 from charge
+      returning key`,
     byKey: `select ${CHARGE_COLUMNS('c', 'e')} from ${s}.charges c join ${s}.effects e on e.key = 'charge:' || c.id::text
       where c.idempotency_key = $1`,
     byId: `select ${CHARGE_COLUMNS('c', 'e')} from ${s}.charges c join ${s}.effects e on e.key = 'charge:' || c.id::text
       where c.id = $1`,
     list: `select ${CHARGE_COLUMNS('c', 'e')} from ${s}.charges c join ${s}.effects e on e.key = 'charge:' || c.id::text
       where ($1::text[] is null or e.state = any($1::text[])) order by c.created_at desc, c.id desc limit $2`,
-    /** The outcome of the request's own call, unless reconciliation settled it first. */
-    settle: `update ${s}.effects set state = $2, result = $3::jsonb, error = $4, updated_at = now()
-      where key = $1 and state in ('reserved', 'uncertain') returning key`,
+    /**
+     * The outcome of the request's own call ($5 the charge's id), unless reconciliation settled it
+     * first: the charge as it now stands, or no row.
+     */
+    settle: `with e as (
+        update ${s}.effects set state = $2, result = $3::jsonb, error = $4, updated_at = now()
+        where key = $1 and state in ('reserved', 'uncertain') returning state, result, error, checks, updated_at)
+      select ${CHARGE_COLUMNS('c', 'e')} from e, ${s}.charges c where c.id = $5`,
     /** An ambiguous failure: PENDING stays, for reconciliation. */
     ambiguous: `update ${s}.effects set state = 'uncertain', error = $2, updated_at = now() where key = $1 and state = 'reserved'`,
     /** PENDING charges older than the deadline ($1 ms): money in an unknown place. */
