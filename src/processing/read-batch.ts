@@ -111,9 +111,10 @@ export async function readRunEvents(run: RunContext, ids: string[]): Promise<Run
 }
 
 /** Whether events of the range are committed but still behind an open transaction. */
-export async function rangeHeldBack(db: Queryable, sql: ProcessingSql, processor: Processor, range: RunRange): Promise<boolean> {
-  const { rows } = await db.query<{ held: boolean }>(sql.heldBack, [handledTypes(processor), ...rangeValues(range)]);
-  return rows[0]?.held ?? false;
+/** Whether events of the range exist after `after`, committed or not yet visible below the frontier. */
+export async function rangeRemaining(db: Queryable, sql: ProcessingSql, processor: Processor, range: RunRange, after: LogCheckpoint): Promise<boolean> {
+  const { rows } = await db.query<{ remaining: boolean }>(sql.remainingAfter, [handledTypes(processor), ...rangeValues(range), after.txOrder, after.position]);
+  return rows[0]?.remaining ?? false;
 }
 
 export async function countRange(db: Queryable, sql: ProcessingSql, processor: Processor, range: RunRange): Promise<number> {

@@ -4,7 +4,7 @@ import type { EventStore } from '../store/event-store.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
-import { countRange, loadCheckpoints, rangeHeldBack, readRunBatch, type RunRange } from './read-batch.js';
+import { countRange, loadCheckpoints, rangeRemaining, readRunBatch, type RunRange } from './read-batch.js';
 import { ParkedStreamReleasedError } from './parked-streams.js';
 import { processEvents } from './process-events.js';
 import type { Checkpointing } from './progress.js';
@@ -123,7 +123,9 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
       const { events } = input;
       for (const stream of parkedStreams) input.blocked.add(stream);
       if (events.length === 0) {
-        if (!(await rangeHeldBack(db, sql, processor, range))) break;
+        // Done only when no event of the range is left after the checkpoint; events held back
+        // by an open transaction (or let through since the read) are read again shortly.
+        if (!(await rangeRemaining(db, sql, processor, range, checkpoint))) break;
         await new Promise((resolve) => setTimeout(resolve, 100));
         next = read(checkpoint);
         continue;

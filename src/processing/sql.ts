@@ -70,10 +70,16 @@ export function processingSql(s: string) {
      */
     ledgerOfNextEvents: ledgerJson(s, 'array(select e.id ' + nextEvents + ')', '$11'),
     /** Events of the run's range a reader cannot see yet: the run is not finished while any remain. */
-    heldBack: `select exists (select 1 from ${s}.events
-      where tx_order >= ${frontierSql(s)} and type = any($1::text[])
+    /**
+     * Whether the range has events after the checkpoint ($6, $7): held back by an open
+     * transaction, or committed since the last read saw the frontier. A run ends only when there
+     * are none: "nothing below the frontier" alone is no proof, since the frontier may have moved
+     * between the read and this check.
+     */
+    remainingAfter: `select exists (select 1 from ${s}.events
+      where (tx_order > $6 or (tx_order = $6 and position > $7)) and type = any($1::text[])
         and ($2::timestamptz is null or occurred_at >= $2) and ($3::timestamptz is null or occurred_at < $3)
-        and ($4::bigint is null or position >= $4) and ($5::bigint is null or position <= $5)) as held`,
+        and ($4::bigint is null or position >= $4) and ($5::bigint is null or position <= $5)) as remaining`,
     countRange: `select count(*)::bigint as n from ${s}.events
       where type = any($1::text[])
         and ($2::timestamptz is null or occurred_at >= $2) and ($3::timestamptz is null or occurred_at < $3)
