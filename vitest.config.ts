@@ -8,6 +8,7 @@ const ALONE = [
   'test/outbox/relay-frontier.test.ts',
   'test/outbox/relay-scale.test.ts',
   'test/outbox/relay-crash.test.ts',
+  'test/charges/charge-crash.test.ts',
 ];
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: 'forks' as const };
 
