@@ -1,19 +1,16 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
-import { acquirerClient } from '../../src/charges/acquirer.js';
-import { startAcquirerFake, type AcquirerFake, type CaptureFault } from '../../src/charges/acquirer-fake.js';
-import { createCharges, type Charge, type Charges, type ChargeStatus } from '../../src/charges/charges.js';
-import type { Database } from '../../src/db/database.js';
+import type { Charge, ChargeStatus } from '../../src/charges/charges.js';
 import { relayAdmin } from '../../src/outbox/relay-admin.js';
 import { reconcileEffects } from '../../src/processing/ledger/reconciler.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
-import { DATABASE_URL, freshSchema, postgresBackend } from '../support/databases.js';
+import { postgresBackend } from '../support/databases.js';
 import { NATS_URL } from '../support/brokers.js';
 import { eventually } from '../support/eventually.js';
 import { connectionsGone } from '../support/relay-process.js';
-import { spawnServe, type ServeProcess } from '../support/serve-process.js';
+import type { ServeProcess } from '../support/serve-process.js';
+import { openLane, pendingCount, pick, sleep, startClient, startServe, type Lane, type LaneOptions } from '../support/charge-lanes.js';
 
 const postgres = postgresBackend();
 const TRIALS = Number(process.env.RASTRO_CRASH_TRIALS ?? 100);
@@ -29,178 +26,9 @@ const LANES: readonly LaneOptions[] = [
   { serveReconciles: true, whenNotFound: 'fail' },
 ];
 const CHARGES_PER_TRIAL = 4;
-/**
- * The acquirer call's timeout, the deadline after which reconciliation asks, and the business
- * deadline. A lookup that times out (a process just started on a busy machine) counts as
- * "unknown"; the review window leaves room to ask again after serve's 5 s backoff, so only the
- * keys whose lookups never answer go to review.
- */
-const TIMEOUT_MS = 1_000;
-const DEADLINE_S = 2;
-const REVIEW_AFTER_S = 6;
 const TERMINAL: Record<ChargeStatus, string | undefined> = { CAPTURED: 'ChargeCaptured', FAILED: 'ChargeFailed', NEEDS_REVIEW: 'ChargeNeedsReview', PENDING: undefined };
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
-
 type KillPoint = 'capture' | 'delay' | 'publishing';
-interface LaneOptions {
-  serveReconciles: boolean;
-  whenNotFound: 'retry' | 'fail';
-}
-
-/** One client's charge: its key and body, what the acquirer will do with it, and what it got. */
-interface ClientCharge {
-  key: string;
-  body: { amountCents: number; customerId: string; currency: string };
-  trial: number;
-  declines: boolean;
-  /** Its lookups answer `unknown`: once, or for good. */
-  lookupsUnknown: boolean;
-  attempts: number;
-  answer?: { status: number; charge: Charge };
-  refused?: string;
-}
-
-/** What the fake does with a key: most capture and answer, some are declined for good, some answer ambiguously once. */
-function planFor(fake: AcquirerFake, key: string): { declines: boolean; lookupsUnknown: boolean } {
-  const r = Math.random();
-  const faults: CaptureFault[] =
-    r < 0.5 ? [] : r < 0.6 ? Array<CaptureFault>(50).fill('decline') : [pick(['fail-before', 'capture-then-500', 'capture-then-reset', 'capture-then-timeout'] as const)];
-  if (faults.length > 0) fake.faultsFor.set(key, faults);
-  // Lookups that cannot say: for good (the charge goes to review), or once (asked again later,
-  // unless that first question came after the business deadline: review too).
-  const u = Math.random();
-  if (u < 0.12) fake.unknownLookups.set(key, u < 0.06 ? 1e9 : 1);
-  return { declines: faults[0] === 'decline', lookupsUnknown: u < 0.12 };
-}
-
-interface Lane extends LaneOptions {
-  index: number;
-  db: Database;
-  schema: string;
-  store: EventStore;
-  /** The same charges as serve's, in the test process, for reconciling and reading. */
-  charges: Charges;
-  fake: AcquirerFake;
-  prefix: string;
-  stream: string;
-  clients: Map<string, ClientCharge>;
-  running: Promise<void>[];
-  /** Every serve process the lane started, to stop whatever is left if the test fails. */
-  processes: ServeProcess[];
-  serverErrors: string[];
-  /** Hooks a trial arms to kill at its point. */
-  onCapture?: (key: string) => void;
-  onPublished?: () => void;
-  onAnswer?: (status: number) => void;
-  url(): Promise<string>;
-  up(url: string): void;
-  down(): void;
-}
-
-async function openLane(index: number, options: LaneOptions, tag: string): Promise<Lane> {
-  const { db, schema } = await freshSchema(postgres!);
-  const store = createEventStore(db, { schema });
-  const waiting: ((url: string) => void)[] = [];
-  let current: string | undefined;
-  const lane: Lane = {
-    index,
-    ...options,
-    db,
-    schema,
-    store,
-    charges: undefined as unknown as Charges,
-    fake: await startAcquirerFake({ onCapture: (capture) => lane.onCapture?.(capture.key) }),
-    prefix: `cc${tag}l${index}`,
-    stream: `CC_${tag}_${index}`,
-    clients: new Map(),
-    running: [],
-    processes: [],
-    serverErrors: [],
-    url: () => (current ? Promise.resolve(current) : new Promise((resolve) => waiting.push(resolve))),
-    up(url) {
-      current = url;
-      for (const resolve of waiting.splice(0)) resolve(url);
-    },
-    down() {
-      current = undefined;
-    },
-  };
-  lane.charges = createCharges(store, {
-    acquirer: acquirerClient(lane.fake.url),
-    timeoutMs: TIMEOUT_MS,
-    deadlineMs: DEADLINE_S * 1000,
-    reviewAfterMs: REVIEW_AFTER_S * 1000,
-    whenNotFound: options.whenNotFound,
-    backoff: { initialMs: 200, maxMs: 1_000 },
-  });
-  return lane;
-}
-
-function startServe(lane: Lane, app: string): ServeProcess {
-  const proc = spawnServe({ databaseUrl: DATABASE_URL!, schema: lane.schema, app, env: serveEnv(lane) });
-  lane.processes.push(proc);
-  return proc;
-}
-
-function serveEnv(lane: Lane): Record<string, string> {
-  return {
-    RASTRO_ACQUIRER_URL: lane.fake.url,
-    RASTRO_ACQUIRER_TIMEOUT_MS: String(TIMEOUT_MS),
-    RASTRO_CHARGE_DEADLINE_SECONDS: String(DEADLINE_S),
-    RASTRO_CHARGE_REVIEW_AFTER_SECONDS: String(REVIEW_AFTER_S),
-    RASTRO_RECONCILE_INTERVAL_SECONDS: lane.serveReconciles ? '1' : '0',
-    RASTRO_CHARGE_NOT_FOUND: lane.whenNotFound,
-    RASTRO_LOG_LEVEL: 'warn',
-    ...(NATS_URL ? { RASTRO_BROKER_URL: NATS_URL, RASTRO_SUBJECT_PREFIX: lane.prefix, RASTRO_NATS_STREAM: lane.stream } : {}),
-  };
-}
-
-/** A client: POSTs its charge until it gets an answer, with the same key and body after any error or lost connection. */
-async function runClient(lane: Lane, client: ClientCharge): Promise<void> {
-  for (;;) {
-    const url = await lane.url();
-    client.attempts++;
-    try {
-      const res = await fetch(`${url}/charges`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': client.key },
-        body: JSON.stringify(client.body),
-        signal: AbortSignal.timeout(10_000),
-      });
-      const text = await res.text();
-      if (res.status === 201 || res.status === 202) {
-        client.answer = { status: res.status, charge: JSON.parse(text) as Charge };
-        lane.onAnswer?.(res.status);
-        return;
-      }
-      if (res.status >= 500) lane.serverErrors.push(`${res.status} ${text.slice(0, 300)}`);
-      else return void (client.refused = `${res.status} ${text.slice(0, 300)}`);
-    } catch {
-      // Refused, reset or cut off by a kill: the same request again, to whichever process is up.
-    }
-    await sleep(30 + Math.random() * 70);
-  }
-}
-
-function startClient(lane: Lane, trial: number): void {
-  const key = randomUUID();
-  const plan = planFor(lane.fake, key);
-  const client: ClientCharge = {
-    key,
-    body: { amountCents: 100 + Math.floor(Math.random() * 100_000), customerId: `customer-${lane.index}-${Math.floor(Math.random() * 50)}`, currency: pick(['BRL', 'BRL', 'USD']) },
-    trial,
-    ...plan,
-    attempts: 0,
-  };
-  lane.clients.set(key, client);
-  lane.running.push(runClient(lane, client));
-}
-
-async function pendingCount(lane: Lane): Promise<number> {
-  return (await lane.charges.countsByStatus()).PENDING;
-}
 
 interface Tally {
   kills: Record<string, number>;
@@ -368,7 +196,7 @@ async function receivedIds(nc: NatsConnection, stream: string): Promise<Set<stri
 describe.skipIf(!postgres)(`charges while serve is killed with SIGKILL, on real PostgreSQL${NATS_URL ? ' and NATS JetStream' : ' (NATS_URL not set: delivery to the broker is not checked)'}`, () => {
   it(`captures each charge at most once, settles every one and loses no event across ${TRIALS} kills`, async () => {
     const tag = randomBytes(4).toString('hex');
-    const lanes = await Promise.all(LANES.map((options, index) => openLane(index, options, tag)));
+    const lanes = await Promise.all(LANES.map((options, index) => openLane(postgres!, index, options, tag)));
     const nc = NATS_URL ? await connect({ servers: NATS_URL }) : undefined;
     for (const lane of lanes) nc?.subscribe(`${lane.prefix}.>`, { callback: () => lane.onPublished?.() });
     const tally: Tally = { kills: {}, pendingAfterKills: 0 };
