@@ -10,6 +10,7 @@ const ALONE = [
   'test/outbox/relay-crash.test.ts',
   'test/cli/serve-outage.test.ts',
   'test/deploy/roles.test.ts',
+  'test/charges/charge-crash.test.ts',
 ];
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: 'forks' as const };
 

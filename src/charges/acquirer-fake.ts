@@ -61,10 +61,15 @@ export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
   /** Lookups of these keys (or, under '*', of any key) answer `unknown` this many more times. */
   const unknownLookups = new Map<string, number>();
   const stats = { captureRequests: 0, lookups: 0, voids: 0 };
-  /** Capture requests and lookups per key, and the trace context the last capture request carried. */
-  const requestsFor = new Map<string, { captures: number; lookups: number; traceparent?: string }>();
-  const count = (key: string, what: 'captures' | 'lookups') => {
-    const entry = requestsFor.get(key) ?? { captures: 0, lookups: 0 };
+  /**
+   * Requests per key: capture requests, lookups, and `repeats`, the capture requests that found
+   * the key already captured (answered with the first capture: a caller that captured again
+   * without asking first, which an acquirer that cannot deduplicate would have charged twice),
+   * and the trace context the last capture request carried.
+   */
+  const requestsFor = new Map<string, { captures: number; lookups: number; repeats: number; traceparent?: string }>();
+  const count = (key: string, what: 'captures' | 'lookups' | 'repeats') => {
+    const entry = requestsFor.get(key) ?? { captures: 0, lookups: 0, repeats: 0 };
     entry[what]++;
     requestsFor.set(key, entry);
   };
@@ -102,6 +107,7 @@ export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
         if (existing && (existing.amountCents !== body.amountCents || existing.currency !== body.currency)) {
           return send(response, 422, { error: 'this Idempotency-Key was used for another capture' });
         }
+        if (existing) count(key, 'repeats');
         if (fault === 'decline' && !existing) return send(response, 402, { status: 'declined', reason: 'insufficient funds' });
         const capture = existing ?? { captureId: `cap_${randomUUID()}`, key, amountCents: body.amountCents as number, currency: body.currency, customerId: body.customerId, voided: false };
         if (!existing) {

@@ -76,7 +76,7 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
   if (isDatabaseUnavailable(error)) return sendUnavailable(reply, request, error);
   if (error instanceof RastroError) {
     const found = problemFor(error, request.url);
-    if (found) return sendProblem(reply, found.status, found.detail, { code: found.code, ...(found.field ? { field: found.field } : {}) });
+    if (found) return sendProblem(reply, found.status, found.detail, { code: found.code, ...(found.field !== undefined ? { field: found.field } : {}) });
   } else if (error.validation) {
     // Fastify's message names the part and the field, e.g. "body/amount must be integer".
     return sendProblem(reply, 422, error.message, { code: 'RASTRO_VALIDATION' });

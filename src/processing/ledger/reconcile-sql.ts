@@ -8,9 +8,11 @@ export function reconcileSql(s: string) {
      * in ms) for the reconciler with token $1: uncertain ones, and reservations abandoned by a
      * dead owner or past their lease, once a call can no longer be on its way (settle), when
      * their backoff is over and no live reconciler holds them. SKIP LOCKED: two reconcilers at
-     * once take different rows; the claim (checked_by) keeps them apart after the commit.
+     * once take different rows; the claim (checked_by) keeps them apart after the commit. A claim
+     * is not a question: `checks` grows when an answer is recorded (settle, later), so a
+     * reconciler that dies with rows claimed and unasked leaves their count, and backoff, alone.
      */
-    claim: `update ${s}.effects e set checked_by = $1, checks = e.checks + 1, updated_at = now()
+    claim: `update ${s}.effects e set checked_by = $1, updated_at = now()
       from (
         select f.key, f.reserved_at < now() - t.review_ms * interval '1 millisecond' as past_deadline
           from ${s}.effects f
@@ -28,13 +30,13 @@ export function reconcileSql(s: string) {
       where e.key = picked.key
       returning e.key, e.event_id, e.effect_type, e.state, e.reserved_at, e.checks, e.error, picked.past_deadline`,
     /** Settles a claimed effect ($3 done | failed | needs-review) if nothing settled it meanwhile. */
-    settle: `update ${s}.effects set state = $3, result = $4::jsonb, error = $5, checked_by = null, check_after = null, updated_at = now()
+    settle: `update ${s}.effects set state = $3, result = $4::jsonb, error = $5, checks = checks + 1, checked_by = null, check_after = null, updated_at = now()
       where key = $1 and checked_by = $2 and state in ('reserved', 'uncertain')
       returning key, event_id, effect_type, state, result, error`,
     /** "Did not happen", under `release`: the next run that reaches the event performs it. */
     release: `delete from ${s}.effects where key = $1 and checked_by = $2 and state in ('reserved', 'uncertain') returning key`,
     /** "Unknown": asked again after $4 ms. */
-    later: `update ${s}.effects set state = 'uncertain', error = $3, check_after = now() + $4 * interval '1 millisecond', checked_by = null, updated_at = now()
+    later: `update ${s}.effects set state = 'uncertain', error = $3, checks = checks + 1, check_after = now() + $4 * interval '1 millisecond', checked_by = null, updated_at = now()
       where key = $1 and checked_by = $2 and state in ('reserved', 'uncertain') returning key`,
     /**
      * Before a redo: the reconciler owns the reservation, and nobody asks again before the redo's

@@ -57,6 +57,7 @@ interface ClaimRow {
   effect_type: string;
   state: 'reserved' | 'uncertain';
   reserved_at: Date;
+  /** Questions answered before this one. */
   checks: number;
   error: string | null;
   past_deadline: boolean;
@@ -159,7 +160,7 @@ export class Reconciler {
       effectType: row.effect_type,
       state: row.state,
       reservedAt: row.reserved_at,
-      checks: row.checks,
+      checks: row.checks + 1,
       error: row.error,
     };
     let answer: ReconcileAnswer;
@@ -183,7 +184,7 @@ export class Reconciler {
     }
     const reason = answer.reason ?? 'the provider could not say whether it happened';
     if (row.past_deadline) return this.deadline(token, type, effect, reason, report);
-    const { rowCount } = await this.db.query(this.sql.later, [row.key, token, reason, backoffMs(type.backoff, row.checks)]);
+    const { rowCount } = await this.db.query(this.sql.later, [row.key, token, reason, backoffMs(type.backoff, effect.checks)]);
     this.count(report, 'unknown', rowCount === 1);
   }
 
