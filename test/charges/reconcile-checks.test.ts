@@ -18,7 +18,7 @@ describe.each(backends())('reconciliation checks on $name', (backend) => {
       t.acquirer.faultsFor.set(key, ['capture-then-500']);
       expect((await t.charge({ amountCents: 100, customerId: 'c-1' }, key)).json<Charge>().status).toBe('PENDING');
     }
-    await sleep(450);
+    await sleep(1_300);
 
     // A reconciler claims all three, asks about one at a time, and dies while the first question is unanswered.
     const session = await openRunnerSession(t.services.db, processingSql(quoteSchema(t.schema)));

@@ -12,8 +12,9 @@ export function reconcileSql(s: string) {
      * is not a question: `checks` grows when an answer is recorded (settle, later), so a
      * reconciler that dies with rows claimed and unasked leaves their count, and backoff, alone.
      */
-    claim: `update ${s}.effects e set checked_by = $1, updated_at = now()
-      from (
+    // The rows are picked once (a materialized CTE), then claimed: a subquery the planner could
+    // evaluate again might pick, and skip, other rows the second time.
+    claim: `with picked as materialized (
         select f.key, f.reserved_at < now() - t.review_ms * interval '1 millisecond' as past_deadline
           from ${s}.effects f
           join unnest($2::text[], $3::float8[], $4::float8[], $6::float8[]) as t(effect_type, settle_ms, lease_ms, review_ms)
@@ -26,8 +27,10 @@ export function reconcileSql(s: string) {
          order by coalesce(f.check_after, f.reserved_at), f.key
          limit $5
          for update of f skip locked
-      ) picked
-      where e.key = picked.key
+      )
+      update ${s}.effects e set checked_by = $1, updated_at = now()
+        from picked
+       where e.key = picked.key
       returning e.key, e.event_id, e.effect_type, e.state, e.reserved_at, e.checks, e.error, picked.past_deadline`,
     /** Settles a claimed effect ($3 done | failed | needs-review) if nothing settled it meanwhile. */
     settle: `update ${s}.effects set state = $3, result = $4::jsonb, error = $5, checks = checks + 1, checked_by = null, check_after = null, updated_at = now()
