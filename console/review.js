@@ -66,7 +66,8 @@ export async function renderReview(root) {
     const ofEvents = open.filter((e) => e.effectType !== CAPTURE_EFFECT);
     const toReview = await chargesToReview(open.filter((e) => e.effectType === CAPTURE_EFFECT));
     effects.replaceChildren(h('h2', { id: 'effects-title' }, `Uncertain effects and effects in review (${ofEvents.length})`), effectsTable(ofEvents, reload));
-    charges.replaceChildren(h('h2', { id: 'charges-title' }, `Charges in review (${toReview.length})`), chargesTable(toReview, reload));
+    const lookUp = h('p', { class: 'muted' }, 'Look each one up at the acquirer by its idempotency key before you confirm. PENDING ones are still being asked about by reconciliation.');
+    charges.replaceChildren(h('h2', { id: 'charges-title' }, `Charges in review (${toReview.length})`), ...(toReview.length ? [lookUp] : []), chargesTable(toReview, reload));
     events.replaceChildren(h('h2', { id: 'parked-title' }, `Parked events (${p.parked.length})`), parkedTable(p.parked, 'event', reload));
     messages.replaceChildren(h('h2', { id: 'messages-title' }, `Parked outbox messages (${m.parked.length})`), parkedTable(m.parked, 'message', reload));
   };
