@@ -8,6 +8,8 @@ function card(id, label, value, sub, alert = false) {
     h('div', { class: 'label' }, label), h('div', { class: 'value' }, value), sub ? h('div', { class: 'sub' }, sub) : null);
 }
 
+const byType = (counts) => Object.entries(counts).filter(([, n]) => n > 0).map(([type, n]) => `${type}: ${n}`).join(', ');
+
 function cards(f) {
   const relayLag = Math.max(0, ...f.relays.map((r) => r.lagSeconds ?? 0));
   const pending = f.relays.reduce((sum, r) => sum + r.pending, 0);
@@ -18,6 +20,13 @@ function cards(f) {
     card('effects.uncertain', 'Uncertain effects', f.effects.uncertain, 'waiting for review', f.effects.uncertain > 0),
     card('effects.reserved', 'Reserved effects', f.effects.reserved, 'calls in flight'),
     card('effects.done', 'Done effects', f.effects.done),
+    card('effects.needs-review', 'Effects in review', f.effects['needs-review'], byType(f.effectsNeedingReview) || 'past their deadline, provider could not say', f.effects['needs-review'] > 0),
+    card('charges.NEEDS_REVIEW', 'Charges in review', f.charges.byStatus.NEEDS_REVIEW, 'confirm at the acquirer, then resolve', f.charges.byStatus.NEEDS_REVIEW > 0),
+    card('charges.stalePending', 'Stale PENDING charges', f.charges.stalePending.count,
+      `past the ${seconds(f.charges.stalePending.deadlineSeconds)} deadline${f.charges.stalePending.count > 0 ? `, oldest ${seconds(f.charges.stalePending.oldestSeconds)}` : ''}`, f.charges.stalePending.count > 0),
+    card('charges.PENDING', 'PENDING charges', f.charges.byStatus.PENDING, 'capture not settled yet'),
+    card('charges.CAPTURED', 'Captured charges', f.charges.byStatus.CAPTURED),
+    card('charges.FAILED', 'Failed charges', f.charges.byStatus.FAILED),
     card('parked.events', 'Parked events', f.parked.events, Object.entries(f.parked.eventsByProcessor).map(([k, v]) => `${k}: ${v}`).join(', ') || 'none', f.parked.events > 0),
     card('parked.messages', 'Parked outbox messages', f.parked.messages, null, f.parked.messages > 0),
     card('readers.heldBack', 'Events held back from readers', f.readers.heldBack, `oldest open transaction ${seconds(f.readers.oldestWriterSeconds)}`, f.readers.heldBack > 0),

@@ -1,28 +1,12 @@
-// Review queue: uncertain effects to resolve, parked events and outbox messages to retry or skip.
+// Review queue: uncertain effects and effects in review to resolve, charges in review to settle,
+// parked events and outbox messages to retry or skip.
+import { act, time } from './actions.js';
 import { api } from './api.js';
-import { announce, confirmAction, every, h } from './dom.js';
-
-const time = (iso) => new Date(iso).toLocaleString();
-
-/** Runs an action after the dialog confirms it, reports what it changed, then reloads the lists. */
-async function act({ title, text, okLabel, request, describe, reload, button }) {
-  if (!(await confirmAction(title, text, okLabel))) return;
-  button.disabled = true;
-  try {
-    const result = await request();
-    const message = describe(result);
-    announce(message);
-    document.getElementById('review-result').textContent = message;
-  } catch (err) {
-    announce(`Not done: ${err.message}`, 'error');
-    document.getElementById('review-result').textContent = `Not done: ${err.message}`;
-  } finally {
-    await reload();
-  }
-}
+import { every, h } from './dom.js';
+import { CAPTURE_EFFECT, chargesTable, chargesToReview } from './review-charges.js';
 
 function effectsTable(effects, reload) {
-  if (effects.length === 0) return h('p', { class: 'empty' }, 'No uncertain effects.');
+  if (effects.length === 0) return h('p', { class: 'empty' }, 'No uncertain effects and none in review.');
   const resolve = (effect, as, button) => act({
     button, reload,
     title: as === 'done' ? 'Confirm it happened' : 'Release for retry',
@@ -34,12 +18,14 @@ function effectsTable(effects, reload) {
     describe: (r) => `Effect ${r.key}: ${r.before} → ${r.after}`,
   });
   return h('table', {},
-    h('thead', {}, h('tr', {}, ['Effect', 'Event', 'Run', 'Error', 'Since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('thead', {}, h('tr', {}, ['Effect', 'Event', 'Run', 'State', 'Error', 'Since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, effects.map((e) => h('tr', { 'data-effect': e.key },
-      h('td', {}, h('code', {}, e.effectType)), h('td', {}, h('code', {}, e.eventId)), h('td', {}, e.runId), h('td', {}, e.error ?? '—'), h('td', {}, time(e.updatedAt)),
+      h('td', {}, h('code', {}, e.effectType)), h('td', {}, h('code', {}, e.eventId)), h('td', {}, e.runId),
+      h('td', {}, h('span', { class: 'badge uncertain' }, e.state)), h('td', {}, e.error ?? '—'), h('td', {}, time(e.updatedAt)),
       h('td', {}, h('div', { class: 'row-actions' },
         h('button', { type: 'button', onclick: (ev) => resolve(e, 'done', ev.currentTarget) }, 'Confirm it happened'),
-        h('button', { type: 'button', onclick: (ev) => resolve(e, 'retry', ev.currentTarget) }, 'Release for retry')))))));
+        // Only an event's effect can be released: one made on a request's path is refused.
+        e.eventId ? h('button', { type: 'button', onclick: (ev) => resolve(e, 'retry', ev.currentTarget) }, 'Release for retry') : null))))));
 }
 
 function parkedTable(rows, kind, reload) {
@@ -67,12 +53,21 @@ function parkedTable(rows, kind, reload) {
 
 export async function renderReview(root) {
   const effects = h('section', { 'aria-labelledby': 'effects-title' });
+  const charges = h('section', { 'aria-labelledby': 'charges-title' });
   const events = h('section', { 'aria-labelledby': 'parked-title' });
   const messages = h('section', { 'aria-labelledby': 'messages-title' });
-  root.append(h('h1', {}, 'Review queue'), h('p', { id: 'review-result', class: 'muted', 'aria-live': 'polite' }), effects, events, messages);
+  root.append(h('h1', {}, 'Review queue'), h('p', { id: 'review-result', class: 'muted', 'aria-live': 'polite' }), effects, charges, events, messages);
   const reload = async () => {
-    const [e, p, m] = await Promise.all([api('/ops/effects?state=uncertain'), api('/ops/parked-events'), api('/ops/outbox/parked')]);
-    effects.replaceChildren(h('h2', { id: 'effects-title' }, `Uncertain effects (${e.counts.uncertain})`), effectsTable(e.effects, reload));
+    const [uncertain, review, p, m] = await Promise.all([
+      api('/ops/effects?state=uncertain&limit=1000'), api('/ops/effects?state=needs-review&limit=1000'), api('/ops/parked-events'), api('/ops/outbox/parked'),
+    ]);
+    const open = [...review.effects, ...uncertain.effects];
+    // A charge's capture is settled in its own section, with the charge beside it.
+    const ofEvents = open.filter((e) => e.effectType !== CAPTURE_EFFECT);
+    const toReview = await chargesToReview(open.filter((e) => e.effectType === CAPTURE_EFFECT));
+    effects.replaceChildren(h('h2', { id: 'effects-title' }, `Uncertain effects and effects in review (${ofEvents.length})`), effectsTable(ofEvents, reload));
+    const lookUp = h('p', { class: 'muted' }, 'Look each one up at the acquirer by its idempotency key before you confirm. PENDING ones are still being asked about by reconciliation.');
+    charges.replaceChildren(h('h2', { id: 'charges-title' }, `Charges in review (${toReview.length})`), ...(toReview.length ? [lookUp] : []), chargesTable(toReview, reload));
     events.replaceChildren(h('h2', { id: 'parked-title' }, `Parked events (${p.parked.length})`), parkedTable(p.parked, 'event', reload));
     messages.replaceChildren(h('h2', { id: 'messages-title' }, `Parked outbox messages (${m.parked.length})`), parkedTable(m.parked, 'message', reload));
   };

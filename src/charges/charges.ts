@@ -226,6 +226,8 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
     effectType,
     effectTypes: { [CAPTURE_EFFECT]: effectType },
     canCreate: acquirer !== undefined,
+    /** How long a charge may stay PENDING before reconciliation asks (and it counts as stale). */
+    deadlineMs,
 
     /**
      * Creates a charge under `idempotencyKey`, or returns the one created with it (`replayed`).

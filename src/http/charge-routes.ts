@@ -11,7 +11,8 @@ export interface ChargeRouteDeps {
 
 const problem = { $ref: 'problem#' };
 const errors = { 400: problem, 401: problem, 404: problem, 415: problem, 422: problem, 503: problem };
-const charge = {
+/** A charge in responses (`/charges` and `/ops/charges`). */
+export const chargeSchema = {
   type: 'object',
   properties: {
     id: { type: 'string', format: 'uuid' },
@@ -57,7 +58,7 @@ export async function chargeRoutes(app: FastifyInstance, { charges }: ChargeRout
           required: ['amountCents', 'customerId'],
           additionalProperties: false,
         },
-        response: { 201: charge, 202: charge, ...errors },
+        response: { 201: chargeSchema, 202: chargeSchema, ...errors },
       },
     },
     async (request, reply) => {
@@ -77,7 +78,7 @@ export async function chargeRoutes(app: FastifyInstance, { charges }: ChargeRout
       schema: {
         summary: 'A charge and its status',
         params: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-        response: { 200: charge, ...errors },
+        response: { 200: chargeSchema, ...errors },
       },
     },
     (request) => charges.get(request.params.id),
@@ -96,7 +97,7 @@ export async function chargeRoutes(app: FastifyInstance, { charges }: ChargeRout
           },
           additionalProperties: false,
         },
-        response: { 200: { type: 'object', properties: { charges: { type: 'array', items: charge } } }, ...errors },
+        response: { 200: { type: 'object', properties: { charges: { type: 'array', items: chargeSchema } } }, ...errors },
       },
     },
     async (request) => ({ charges: await charges.list({ status: request.query.status, limit: request.query.limit ? Number(request.query.limit) : undefined }) }),

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { Charges } from '../charges/charges.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { figureSamples, readFigures } from '../operations/figures.js';
 import type { Processor } from '../processing/processor.js';
@@ -8,6 +9,8 @@ export interface MetricsRouteDeps {
   store: EventStore;
   metrics: Metrics;
   processors?: ReadonlyMap<string, Processor>;
+  /** The charges as configured, for their deadline. */
+  charges?: Charges;
 }
 
 /**
@@ -21,7 +24,7 @@ export async function metricsRoutes(app: FastifyInstance, deps: MetricsRouteDeps
       response: { 200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } }, 400: { $ref: 'problem#' }, 401: { $ref: 'problem#' } },
     },
   }, async (_request, reply) => {
-    const text = await deps.metrics.scrape(figureSamples(await readFigures({ store: deps.store, processors: deps.processors })));
+    const text = await deps.metrics.scrape(figureSamples(await readFigures({ store: deps.store, processors: deps.processors, charges: deps.charges })));
     return reply.type(deps.metrics.contentType).send(text);
   });
 }

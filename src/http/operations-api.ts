@@ -25,7 +25,7 @@ export interface OperationsDeps {
 
 /** /ops, /metrics and /console. */
 export async function operationsApi(app: FastifyInstance, deps: OperationsDeps & { store: EventStore; metrics: Metrics; charges?: Charges }): Promise<void> {
-  await app.register(opsRoutes, { store: deps.store, processors: deps.processors, publisher: deps.publisher, history: deps.figureHistory, effectTypes: deps.charges?.effectTypes });
-  await app.register(metricsRoutes, { store: deps.store, metrics: deps.metrics, processors: deps.processors });
+  await app.register(opsRoutes, { store: deps.store, processors: deps.processors, publisher: deps.publisher, history: deps.figureHistory, charges: deps.charges, effectTypes: deps.charges?.effectTypes });
+  await app.register(metricsRoutes, { store: deps.store, metrics: deps.metrics, processors: deps.processors, charges: deps.charges });
   await app.register(consoleRoutes);
 }

@@ -49,7 +49,7 @@ const messageResult = { type: 'object', properties: { action: { type: 'string' }
 const uuidParams = (name: string) => ({ type: 'object', properties: { [name]: { type: 'string', pattern: uuidPattern } }, required: [name] }) as const;
 const actionErrors = { 404: problem, 409: problem, 415: problem, ...opsErrors } as const;
 
-/** The review queue: uncertain effects to resolve, parked events and parked outbox messages to retry or skip. */
+/** The review queue: uncertain effects and effects in review to resolve, parked events and parked outbox messages to retry or skip. */
 export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps): Promise<void> {
   app.setErrorHandler(opsErrorHandler);
   app.addHook('preValidation', async (request) => integerQueries(request));
@@ -71,17 +71,18 @@ export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps):
   app.post<{ Params: { key: string }; Body: { as: 'done' | 'failed' | 'retry' } }>('/ops/effects/:key/resolve', {
     schema: {
       operationId: 'resolveEffect', tags,
-      summary: 'Resolve an uncertain effect: done (someone confirmed it happened) or retry (release it: the next run that reaches its event executes it)',
+      summary: "Resolve an uncertain effect or one in review: done (someone confirmed it happened), failed (confirmed it did not; a charge's capture becomes FAILED) or retry (release it: the next run that reaches its event executes it; refused for a charge's capture)",
       params: { type: 'object', properties: { key: { type: 'string', minLength: 1, maxLength: 300, description: '<event id>:<effect type>' } }, required: ['key'] },
       body: { type: 'object', properties: { as: { type: 'string', enum: ['done', 'failed', 'retry'] } }, required: ['as'], additionalProperties: false },
-      response: { 200: { type: 'object', properties: { key: { type: 'string' }, before: effectState, after: { type: 'string', enum: ['done', 'released'] } } }, ...actionErrors },
+      response: { 200: { type: 'object', properties: { key: { type: 'string' }, before: effectState, after: { type: 'string', enum: ['done', 'failed', 'released'] } } }, ...actionErrors },
     },
   }, async (request) => {
     const { key } = request.params;
     const entry = await effects.get(key);
     if (!entry) throw new OperationTargetNotFoundError('effect', key);
     await effects.resolve(key, request.body.as);
-    return { key, before: entry.state, after: request.body.as === 'done' ? 'done' : 'released' };
+    const { as } = request.body;
+    return { key, before: entry.state, after: as === 'retry' ? 'released' : as };
   });
 
   app.get<{ Querystring: { runId?: string; limit: number } }>('/ops/parked-events', {

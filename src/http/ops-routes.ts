@@ -14,6 +14,8 @@ import { integerQueries, anyObject, counters, limitQuery, nullableNumber, nullab
 import { reviewRoutes } from './ops-review-routes.js';
 import type { Publisher } from '../brokers/message.js';
 import type { EffectTypes } from '../processing/ledger/effect-type.js';
+import type { Charges } from '../charges/charges.js';
+import { chargeOpsRoutes } from './ops-charge-routes.js';
 
 export interface OpsRouteDeps {
   store: EventStore;
@@ -25,6 +27,8 @@ export interface OpsRouteDeps {
   history?: FigureHistory;
   /** Effect types whose settling writes more (a charge's outbox event), for resolutions. */
   effectTypes?: EffectTypes;
+  /** The charges as configured: their list, and the deadline of the stale PENDING figure. */
+  charges?: Charges;
 }
 
 const tags = ['operations'];
@@ -90,10 +94,10 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
   };
   const runs = runStatus(store, { typesOf });
   const replays = replayJobs(store, deps.processors, { onError: (err, runId) => app.log.warn({ runId, error: { message: (err as Error).message } }, 'replay failed') });
-  const figures = () => readFigures({ store, processors: deps.processors });
+  const figures = () => readFigures({ store, processors: deps.processors, charges: deps.charges });
 
   app.get('/ops/figures', {
-    schema: { operationId: 'getFigures', tags, summary: 'Every operational figure now: relay, processor and normalizer lag, effects by state, parked, readers held back', response: { 200: anyObject, ...opsErrors } },
+    schema: { operationId: 'getFigures', tags, summary: 'Every operational figure now: relay, processor and normalizer lag, effects by state and in review, charges by status and stale PENDING, parked, readers held back', response: { 200: anyObject, ...opsErrors } },
   }, () => figures());
 
   app.get<{ Querystring: { minutes?: number } }>('/ops/figures/timeline', {
@@ -205,4 +209,5 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
   });
 
   await app.register(reviewRoutes, { store, processors: deps.processors, publisher: deps.publisher, effectTypes: deps.effectTypes });
+  await app.register(chargeOpsRoutes, { store, charges: deps.charges });
 }

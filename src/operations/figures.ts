@@ -1,3 +1,5 @@
+import { createCharges, type Charges } from '../charges/charges.js';
+import { CAPTURE_EFFECT } from '../charges/sql.js';
 import type { FigureSample } from '../observability/metrics.js';
 import { ORDER_NORMALIZER } from '../intake/order-normalizer.js';
 import { ORDER_IMPORT, ORDER_SNAPSHOT } from '../intake/order-state.js';
@@ -11,10 +13,12 @@ import { runStatus } from '../processing/run-status.js';
 import { processingSql } from '../processing/sql.js';
 import type { EventStore } from '../store/event-store.js';
 
-/** What a figure reads with: the store and the processors this process knows (for their event types). */
+/** What a figure reads with: the store, the processors this process knows (for their event types) and its charges (for their deadline). */
 export interface FiguresContext {
   store: EventStore;
   processors?: ReadonlyMap<string, Processor>;
+  /** The charges as configured; without them, charges are read with the default deadline. */
+  charges?: Pick<Charges, 'countsByStatus' | 'stalePending' | 'deadlineMs' | 'effectTypes'>;
 }
 
 interface Figure<T> {
@@ -38,8 +42,8 @@ function typesOf(processors: FiguresContext['processors']) {
 
 /**
  * Every operational figure, read with a few cheap statements. The operations API, the console's
- * charts and /metrics all read this list: a new figure (charges by status, stale PENDING
- * charges…) is one entry here, with its `read` and its gauges.
+ * charts and /metrics all read this list: a new figure is one entry here, with its `read` and
+ * its gauges.
  */
 const FIGURES = {
   /** Relay lag: per outbox relay, messages not yet published and the age of the oldest. */
@@ -82,6 +86,28 @@ const FIGURES = {
   effects: figure({
     read: ({ store }) => effectLedger(store).countByState(),
     samples: (counts) => Object.entries(counts).map(([state, value]) => ({ name: 'rastro_effects', help: 'Effect ledger entries by state', labels: { state }, value })),
+  }),
+  /** Charges by status, and PENDING ones past the deadline: money in an unknown place until reconciliation settles them. */
+  charges: figure({
+    async read({ store, charges = createCharges(store) }) {
+      const [byStatus, stale] = await Promise.all([charges.countsByStatus(), charges.stalePending()]);
+      return { byStatus, stalePending: { count: stale.count, oldestSeconds: stale.count > 0 ? stale.oldestSeconds : null, deadlineSeconds: charges.deadlineMs / 1000 } };
+    },
+    samples: ({ byStatus, stalePending }) => [
+      ...Object.entries(byStatus).map(([status, value]) => ({ name: 'rastro_charges', help: "Charges by status (their capture's state in the effect ledger)", labels: { status }, value })),
+      { name: 'rastro_charges_stale_pending', help: 'PENDING charges past the deadline: reconciliation has not settled them yet', value: stalePending.count },
+      { name: 'rastro_charges_stale_pending_oldest_seconds', help: 'Age of the oldest PENDING charge past the deadline (0 when there is none)', value: stalePending.oldestSeconds ?? 0 },
+    ],
+  }),
+  /** Effects in review (past their business deadline, the provider could not say), per effect type: each one waits for a person. */
+  effectsNeedingReview: figure({
+    async read({ store, charges }) {
+      const known = Object.keys(charges?.effectTypes ?? { [CAPTURE_EFFECT]: null });
+      return { ...Object.fromEntries(known.map((type) => [type, 0])), ...(await effectLedger(store).countByType('needs-review')) } as Record<string, number>;
+    },
+    samples: (byType) => Object.entries(byType).map(([effectType, value]) => ({
+      name: 'rastro_effects_needs_review', help: 'Effects past their business deadline that the provider could not account for, waiting for review, by effect type', labels: { effect_type: effectType }, value,
+    })),
   }),
   /** Parked events of processors and parked messages of relays, per processor or relay. */
   parked: figure({

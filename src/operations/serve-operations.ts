@@ -16,7 +16,7 @@ export async function startOperations(services: Services, config: Pick<RastroCon
   const processors: Map<string, Processor> = await loadProcessors(config.processors);
   processors.set(services.orders.normalizer.name, services.orders.normalizer);
   let log: FastifyBaseLogger | undefined;
-  const history = figureHistory(() => readFigures({ store: services.store, processors }), {
+  const history = figureHistory(() => readFigures({ store: services.store, processors, charges: services.charges }), {
     onError: (err) => log?.warn({ error: { message: (err as Error).message } }, 'reading the figures failed'),
   });
   const operations = {

@@ -115,6 +115,12 @@ export function effectLedger(store: EventStore, options: { types?: EffectTypes }
       for (const row of rows) counts[row.state] = Number(row.n);
       return counts;
     },
+    /** How many entries of `state` (for example `needs-review`) there are per effect type. */
+    async countByType(state: EffectState): Promise<Record<string, number>> {
+      if (!EFFECT_STATES.includes(state)) throw new ValidationError('state', `must be one of ${EFFECT_STATES.map((s) => `'${s}'`).join(', ')}`);
+      const { rows } = await db.query<{ effect_type: string; n: number }>(sql.effectsOfStateByType, [state]);
+      return Object.fromEntries(rows.map((row) => [row.effect_type, Number(row.n)]));
+    },
     /**
      * Resolves an effect that is `uncertain` or in review, as a person who checked decided:
      * `done` (it happened), `failed` (it did not, and must not be retried) or `retry` (it did not:

@@ -197,6 +197,8 @@ export function processingSql(s: string) {
     effectByKey: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, checks, check_after from ${s}.effects where key = $1`,
     /** Ledger entries by state: the open ones on the effects_open index, done ones by count. */
     effectsByState: `select state, count(*)::bigint as n from ${s}.effects group by state`,
+    /** Entries in one state ($1) by effect type, on the effects_open index: the review queue's size per provider. */
+    effectsOfStateByType: `select effect_type, count(*)::bigint as n from ${s}.effects where state = $1 group by effect_type`,
 
     /** The ledger entries of events $1 for effect types $2 (see {@link ledgerJson}). */
     ledgerOfEvents: ledgerJson(s, '$1::uuid[]', '$2::text[]'),

@@ -32,6 +32,9 @@ describe.each(backends())('operations API on $name', (backend) => {
     expect(normalizer.eventsBehind).toBe(1);
     expect(normalizer.secondsBehind).toBeGreaterThanOrEqual(0);
     expect(figures.readers.heldBack).toBe(0);
+    // No charges: every status at 0, and the configured deadline (serve's default, 2 min).
+    expect(figures.charges).toEqual({ byStatus: { PENDING: 0, CAPTURED: 0, FAILED: 0, NEEDS_REVIEW: 0 }, stalePending: { count: 0, oldestSeconds: null, deadlineSeconds: 120 } });
+    expect(figures.effectsNeedingReview).toEqual({ 'charge.capture': 0 });
     // One more event: the live run is one behind until it runs again.
     await ops.store.append('tip-6', [{ type: 'tip.paid', data: { cents: 600 } }]);
     const behind = (await ops.app.inject({ url: '/ops/figures' })).json();

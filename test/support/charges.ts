@@ -2,10 +2,13 @@ import { afterEach } from 'vitest';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { acquirerClient } from '../../src/charges/acquirer.js';
 import { startAcquirerFake, type AcquirerFake, type AcquirerFakeOptions } from '../../src/charges/acquirer-fake.js';
-import { createCharges, type ChargeOptions, type Charges } from '../../src/charges/charges.js';
+import { createCharges, type Charge, type ChargeOptions, type Charges } from '../../src/charges/charges.js';
+import { reconcileEffects } from '../../src/processing/ledger/reconciler.js';
+import type { EventStore } from '../../src/store/event-store.js';
 import { buildApp } from '../../src/http/app.js';
 import { createServices, type Services } from '../../src/server.js';
 import { freshSchema, type Backend } from './databases.js';
+import { eventually } from './eventually.js';
 
 export interface ChargeApp {
   services: Services;
@@ -47,3 +50,29 @@ export async function chargeApp(backend: Backend, options: ChargeOptions = {}, f
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * One charge in each status, through the real flow: `captured`, `failed` (declined), `review`
+ * (captured at the acquirer, which then answered 500 and keeps answering lookups `unknown`:
+ * reconciliation sends it to NEEDS_REVIEW past the business deadline) and `pending` (the same
+ * ambiguous answer, older than the deadline, not reconciled yet: a stale PENDING charge).
+ * `charges` needs a business deadline of a few seconds and a short backoff.
+ */
+export async function chargesInEveryStatus(store: EventStore, charges: Charges, acquirer: AcquirerFake): Promise<Record<'captured' | 'failed' | 'review' | 'pending', Charge>> {
+  const captured = (await charges.start({ amountCents: 12_345, customerId: 'customer-captured' }, 'seed-captured')).charge;
+  acquirer.faults.push('decline');
+  const failed = (await charges.start({ amountCents: 500, customerId: 'customer-declined' }, 'seed-declined')).charge;
+  acquirer.faults.push('capture-then-500');
+  acquirer.unknownLookups.set('*', 1_000);
+  const started = (await charges.start({ amountCents: 25_000, customerId: 'customer-review' }, 'seed-review')).charge;
+  await sleep(charges.deadlineMs + 100);
+  const review = await eventually(async () => {
+    await reconcileEffects(store, { types: charges.effectTypes });
+    const charge = await charges.get(started.id);
+    return charge.status === 'NEEDS_REVIEW' && charge;
+  }, 'the unknown capture to go to review', 15_000);
+  acquirer.faults.push('capture-then-500');
+  const pending = (await charges.start({ amountCents: 7_700, customerId: 'customer-pending' }, 'seed-pending')).charge;
+  await sleep(charges.deadlineMs + 100);
+  return { captured, failed, review, pending };
+}
