@@ -12,6 +12,8 @@ export interface RastroOptions {
   dataDir?: string;
   /** @defaultValue `RASTRO_SCHEMA`, else `rastro` */
   schema?: string;
+  /** Connections in the PostgreSQL pool of this process. @defaultValue `RASTRO_POOL_SIZE`, else 10 */
+  poolSize?: number;
   /** @defaultValue `PORT`, else 3000 */
   port?: number;
   /** @defaultValue `HOST`, else 127.0.0.1 */
@@ -72,6 +74,7 @@ export interface RastroConfig {
   readonly embedded: boolean;
   readonly dataDir: string;
   readonly schema: string;
+  readonly poolSize: number;
   readonly port: number;
   readonly host: string;
   readonly logLevel: string;
@@ -202,6 +205,7 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     embedded: url === undefined,
     dataDir,
     schema,
+    poolSize: parseCount('RASTRO_POOL_SIZE', options.poolSize ?? (env.RASTRO_POOL_SIZE || 10), 1),
     port: parsePort(options.port ?? (env.PORT || 3000)),
     host: options.host ?? (env.HOST || '127.0.0.1'),
     logLevel,

@@ -85,7 +85,7 @@ function startPollLoop(config: RastroConfig, services: Services, log: FastifyIns
 /** Opens the configured database (creating the PGlite folder if needed), migrates it, wires the services. */
 export async function openServices(config: RastroConfig, options: { alert?: OrderAlertSender } = {}): Promise<Services> {
   if (config.embedded && config.databaseUrl !== 'memory://') await mkdir(config.databaseUrl, { recursive: true });
-  const db = await openDatabase({ url: config.databaseUrl });
+  const db = await openDatabase({ url: config.databaseUrl, poolSize: config.poolSize });
   try {
     await migrate(db, { schema: config.schema });
     const services = createServices(db, config, options);

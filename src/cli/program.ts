@@ -16,6 +16,7 @@ conventions:
 environment:
   DATABASE_URL      postgres:// URL; without it rastro uses embedded PGlite in RASTRO_DATA_DIR (./.rastro)
   RASTRO_SCHEMA     schema for rastro's tables (rastro)
+  RASTRO_POOL_SIZE  PostgreSQL connections in this process's pool (10)
   PORT, HOST        where serve listens (3000, 127.0.0.1)
   RASTRO_LOG_LEVEL  fatal|error|warn|info|debug|trace|silent (info)
   RASTRO_API_KEY    bearer key for every route but /healthz, /readyz and the console's files; required for a non-loopback HOST

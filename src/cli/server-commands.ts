@@ -26,7 +26,7 @@ async function serve(options: { processors?: string }): Promise<void> {
 /** Runs without the transaction-id check that `openServices` makes: this command is its cure. */
 async function rebaseStore(): Promise<void> {
   const config = resolveConfig({ logLevel: 'silent' });
-  const db = await openDatabase({ url: config.databaseUrl });
+  const db = await openDatabase({ url: config.databaseUrl, poolSize: config.poolSize });
   try {
     await migrate(db, { schema: config.schema });
     const offset = await createEventStore(db, { schema: config.schema }).rebaseTransactionOrder();

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { resolveConfig } from '../../src/config.js';
 import { openPostgres } from '../../src/db/postgres.js';
+import { openServices } from '../../src/server.js';
 import { DATABASE_URL } from '../support/databases.js';
 
 describe.skipIf(!DATABASE_URL)('connections to a PostgreSQL server', () => {
@@ -20,5 +22,27 @@ describe.skipIf(!DATABASE_URL)('connections to a PostgreSQL server', () => {
       else process.env.PGOPTIONS = before;
       await overridden.close();
     }
+  });
+
+  it('open as many connections as RASTRO_POOL_SIZE says, and no more', async () => {
+    const config = resolveConfig({ logLevel: 'silent' }, { DATABASE_URL, RASTRO_POOL_SIZE: '2', RASTRO_SCHEMA: `t_pool_${process.pid}` });
+    expect(config.poolSize).toBe(2);
+    const services = await openServices(config);
+    try {
+      const { rows } = await services.db.query<{ n: number }>('select 1 as n');
+      expect(rows).toEqual([{ n: 1 }]);
+      const pids = await Promise.all(Array.from({ length: 6 }, () => services.db.query<{ pid: number }>('select pg_backend_pid() as pid, pg_sleep(0.1)')));
+      expect(new Set(pids.map((r) => r.rows[0]!.pid)).size).toBeLessThanOrEqual(2);
+    } finally {
+      await services.db.query(`drop schema if exists "t_pool_${process.pid}" cascade`).catch(() => undefined);
+      await services.db.close();
+    }
+  });
+});
+
+describe('RASTRO_POOL_SIZE', () => {
+  it('refuses a pool of no connection, naming the setting', () => {
+    expect(() => resolveConfig({}, { RASTRO_POOL_SIZE: '0' })).toThrow(/RASTRO_POOL_SIZE must be an integer of at least 1/);
+    expect(() => resolveConfig({}, { RASTRO_POOL_SIZE: 'many' })).toThrow(/RASTRO_POOL_SIZE/);
   });
 });
