@@ -42,6 +42,9 @@ async function relay(store: EventStore, config: RastroConfig, options: RelayOpti
     onError: (err) => progress.note(`rastro relay: ${err instanceof Error ? err.message : String(err)} (backing off, will retry)`),
   });
   console.log(`relay ${relay.runId} publishing to ${config.brokerUrl ? publisher.kind : 'the in-process publisher (set RASTRO_BROKER_URL for a broker)'}`);
+  if (!config.brokerUrl) {
+    process.stderr.write('warning: without RASTRO_BROKER_URL this relay marks messages published in this process only; no other process receives them\n');
+  }
   const stopShowing = showWhileRunning(progress, () => {
     const line = countersLine(relay);
     return line && `relay ${relay.runId}: ${line} (partitions ${relay.partitions.join(',') || 'none'})`;
