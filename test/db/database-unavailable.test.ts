@@ -5,6 +5,7 @@ import { isDatabaseUnavailable, toDatabaseError } from '../../src/db/database-er
 import { openPostgres } from '../../src/db/postgres.js';
 import { DatabaseError, DatabaseUnavailableError } from '../../src/errors.js';
 import { DATABASE_URL, postgresBackend } from '../support/databases.js';
+import { freePort } from '../support/brokers.js';
 
 const backend = postgresBackend();
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -19,13 +20,6 @@ function urlWithPort(port: number): string {
   return url.toString();
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('what counts as the database being unavailable', () => {
   it('a refused connection, with a message that names neither host nor port', async () => {
