@@ -45,11 +45,11 @@ describe.each(backends())('the outbox on $name', (backend) => {
   it('rolls back a message with the rest of its transaction', async () => {
     const { db, schema } = await freshSchema(backend);
     const outbox = createOutbox(db, { schema });
-    await db.query(`create table "${schema}".charges (id text primary key, status text not null check (status <> ''))`);
+    await db.query(`create table "${schema}".payments (id text primary key, status text not null check (status <> ''))`);
     await expect(
       db.transaction(async (tx) => {
         await outbox.write(tx, { aggregateType: 'charge', aggregateId: 'c1', type: 'ChargeStarted', payload: { id: 'c1' } });
-        await tx.query(`insert into "${schema}".charges (id, status) values ('c1', '')`);
+        await tx.query(`insert into "${schema}".payments (id, status) values ('c1', '')`);
       }),
     ).rejects.toThrow();
     expect((await db.query(`select count(*)::int as n from "${schema}".outbox`)).rows[0]).toEqual({ n: 0 });
