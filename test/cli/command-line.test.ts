@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -31,9 +31,20 @@ const words = (command: Command) => commandPath(command).split(' ').slice(1);
 const tree = allCommands(buildProgram());
 
 describe('the rastro command line', () => {
+  it('ends quietly when its reader goes away (rastro --help | head -1)', async () => {
+    const child = spawn(process.execPath, [CLI, '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    // The reader closes the pipe before the help is written, like `head` that has had enough.
+    child.stdout.destroy();
+    const code = await new Promise((resolve) => child.once('exit', resolve));
+    expect(code).toBe(0);
+    expect(stderr).not.toMatch(/EPIPE|\n\s+at /);
+  });
+
   it('has the commands the README lists, each with a description', () => {
     const paths = tree.map(commandPath);
-    for (const path of ['rastro serve', 'rastro replay diff', 'rastro effects resolve', 'rastro outbox parked retry', 'rastro inbox dead-letters', 'rastro orders renormalize', 'rastro demo orders']) {
+    for (const path of ['rastro serve', 'rastro replay diff', 'rastro effects resolve', 'rastro reconcile', 'rastro outbox parked retry', 'rastro inbox dead-letters', 'rastro orders renormalize', 'rastro demo orders', 'rastro demo charges']) {
       expect(paths).toContain(path);
     }
     for (const command of tree) expect(command.description(), commandPath(command)).not.toBe('');
