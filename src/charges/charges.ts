@@ -3,7 +3,7 @@ import type { Queryable } from '../db/database.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { MAX_AMOUNT } from '../accounts/account.js';
 import { ChargeNotFoundError, ConfigError, IdempotencyKeyReusedError, ValidationError } from '../errors.js';
-import { validateIdempotencyKey } from '../http/idempotency-keys.js';
+import { validateIdempotencyKey } from '../idempotency-key.js';
 import { EffectDeclinedError, type EffectType, type SettledEffect } from '../processing/ledger/effect-type.js';
 import { createOutbox, type Outbox } from '../outbox/outbox.js';
 import type { EventStore } from '../store/event-store.js';
@@ -257,15 +257,20 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
         if (row.request_hash !== hash) throw new IdempotencyKeyReusedError();
         return { charge: toCharge(row), replayed: true };
       }
-      let settled: Charge | undefined;
+      // Only the acquirer's answer decides the outcome; a failure to record it leaves the
+      // reservation for reconciliation, never a guessed "uncertain".
+      let made: Capture | undefined;
+      let failure: unknown;
       try {
-        const made = await capture({ id, idempotency_key: key, amount_cents: request.amountCents, currency: request.currency, customer_id: request.customerId });
-        settled = await settle(id, 'done', made, null);
+        made = await capture({ id, idempotency_key: key, amount_cents: request.amountCents, currency: request.currency, customer_id: request.customerId });
       } catch (err) {
-        if (err instanceof EffectDeclinedError) settled = await settle(id, 'failed', null, message(err));
-        // A timeout, a reset, a 5xx: the capture may have happened. PENDING, for reconciliation.
-        else await db.query(sql.ambiguous, [captureKey(id), message(err)]);
+        failure = err;
       }
+      let settled: Charge | undefined;
+      if (made) settled = await settle(id, 'done', made, null);
+      else if (failure instanceof EffectDeclinedError) settled = await settle(id, 'failed', null, message(failure));
+      // A timeout, a reset, a 5xx: the capture may have happened. PENDING, for reconciliation.
+      else await db.query(sql.ambiguous, [captureKey(id), message(failure)]);
       // Settled here, the transaction returned the charge; otherwise it is read as it stands.
       return { charge: settled ?? toCharge((await load(db, id))!), replayed: false };
     },

@@ -1,5 +1,4 @@
 import { Option, type Command } from 'commander';
-import { ValidationError } from '../errors.js';
 import type { EffectTypes } from '../processing/ledger/effect-type.js';
 import { reconcileEffects, startReconcileLoop, type ReconcileReport } from '../processing/ledger/reconciler.js';
 import type { Services } from '../server.js';

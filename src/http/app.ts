@@ -2,7 +2,6 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { AccountLedger } from '../accounts/account-ledger.js';
-import type { Publisher } from '../brokers/message.js';
 import type { Database } from '../db/database.js';
 import type { Charges } from '../charges/charges.js';
 import type { Orders } from '../intake/orders.js';

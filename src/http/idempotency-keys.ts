@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { isDatabaseUnavailable } from '../db/database-error.js';
-import { IdempotencyKeyInFlightError, ValidationError } from '../errors.js';
+import { IdempotencyKeyInFlightError } from '../errors.js';
 
 /** A stored first response. */
 export interface StoredResponse {
@@ -45,12 +45,7 @@ function sql(s: string) {
   } as const;
 }
 
-const KEY = /^[\x21-\x7e]{1,255}$/;
-
-export function validateIdempotencyKey(key: string): string {
-  if (!KEY.test(key)) throw new ValidationError('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
-  return key;
-}
+export { validateIdempotencyKey } from '../idempotency-key.js';
 
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;

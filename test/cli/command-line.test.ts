@@ -1,26 +1,15 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { allCommands, commandPath } from '../../src/cli/command-tree.js';
 import { buildProgram } from '../../src/cli/program.js';
+import { CLI, runRastro } from '../support/cli.js';
 
-const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
 
 /** Runs the built CLI with no database reachable: none of these may need one. */
-async function rastro(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  const env = { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', RASTRO_DATA_DIR: '/nonexistent/rastro' };
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env });
-    return { stdout, stderr, code: 0 };
-  } catch (err) {
-    const failed = err as { stdout: string; stderr: string; code: number };
-    return { stdout: failed.stdout, stderr: failed.stderr, code: failed.code };
-  }
-}
+const rastro = (args: string[]) => runRastro(args, { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', RASTRO_DATA_DIR: '/nonexistent/rastro' });
 
 /** Runs `fn` over `items`, four at a time (each is a process). */
 async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {

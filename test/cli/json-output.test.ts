@@ -1,8 +1,7 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccountLedger } from '../../src/accounts/account-ledger.js';
 import { startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
@@ -11,9 +10,8 @@ import { snapshotIntake } from '../../src/intake/snapshot-intake.js';
 import { openDatabase } from '../../src/db/open-database.js';
 import { createEventStore } from '../../src/store/event-store.js';
 import { DATABASE_URL, schemaName } from '../support/databases.js';
+import { CLI, runRastro } from '../support/cli.js';
 
-const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
 const FIXTURE = join(import.meta.dirname, '../fixtures/processors.mjs');
 
 /** Where the CLI keeps its data: the embedded database in a folder, or a schema of real PostgreSQL. */
@@ -47,16 +45,7 @@ describe.each(targets)('listing commands with --json, and progress when piped, o
   let opened: Awaited<ReturnType<Target['open']>>;
   let policyFile: string;
 
-  const rastro = async (args: string[]) => {
-    const env = { ...process.env, RASTRO_BROKER_URL: '', RASTRO_DEMO_NOTIFIER_URL: seller.url, ...opened.env };
-    try {
-      const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env });
-      return { stdout, stderr, code: 0 };
-    } catch (err) {
-      const failed = err as { stdout: string; stderr: string; code: number };
-      return { stdout: failed.stdout, stderr: failed.stderr, code: failed.code };
-    }
-  };
+  const rastro = (args: string[]) => runRastro(args, { RASTRO_BROKER_URL: '', RASTRO_DEMO_NOTIFIER_URL: seller.url, ...opened.env });
   const json = async (args: string[]) => {
     const result = await rastro(args);
     expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(0);

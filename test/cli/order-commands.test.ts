@@ -1,26 +1,15 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProviderFake, type ProviderFake } from '../../src/intake/provider-fake.js';
+import { runRastro } from '../support/cli.js';
 
-const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
 
 let provider: ProviderFake;
 let dataDir: string;
 
-async function rastro(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, DATABASE_URL: '', RASTRO_DATA_DIR: dataDir, RASTRO_PROVIDER_URL: provider.url } });
-    return { stdout, stderr, code: 0 };
-  } catch (err) {
-    const failed = err as { stdout: string; stderr: string; code: number };
-    return { stdout: failed.stdout, stderr: failed.stderr, code: failed.code };
-  }
-}
+const rastro = (args: string[]) => runRastro(args, { DATABASE_URL: '', RASTRO_DATA_DIR: dataDir, RASTRO_PROVIDER_URL: provider.url });
 
 beforeAll(async () => {
   provider = await startProviderFake();

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -11,8 +10,8 @@ import { NATS_URL } from '../support/brokers.js';
 import { DATABASE_URL, freshSchema, postgresBackend } from '../support/databases.js';
 import { proxiedDatabase } from '../support/database-proxy.js';
 import { eventually } from '../support/eventually.js';
+import { spawnRastro } from '../support/rastro-process.js';
 
-const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
 const FIXTURE = join(import.meta.dirname, '../fixtures/outage-processors.mjs');
 const backend = postgresBackend();
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -20,33 +19,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
 });
 
-interface Child {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-/** A rastro command in a process of its own; resolves once it printed `ready`. */
-async function rastro(args: string[], env: Record<string, string>, ready: RegExp): Promise<Child & { match: RegExpExecArray }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  cleanups.push(async () => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-    await exited;
-  });
-  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const found = ready.exec(output);
-      if (found) resolve(found);
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`rastro ${args[0]} exited (${code}): ${output.slice(-1000)}`)));
-  });
-  return { child, output: () => output, exited, match };
-}
+const track = (cleanup: () => Promise<unknown>) => cleanups.push(cleanup);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -68,9 +41,9 @@ describe.skipIf(!backend)('rastro serve while its database goes away twice', () 
       });
     }
     const env = { DATABASE_URL: proxy.url, RASTRO_SCHEMA: schema, PORT: '0', RASTRO_LOG_LEVEL: 'warn', ...broker };
-    const serve = await rastro(['serve'], env, /listening on (http:\/\/\S+)/);
+    const serve = await spawnRastro('serve', ['serve'], env, /listening on (http:\/\/\S+)/, track);
     const url = serve.match[1]!;
-    const live = await rastro(['live', 'deposits-seen', '--processors', FIXTURE], env, /live run \S+ started/);
+    const live = await spawnRastro('live', ['live', 'deposits-seen', '--processors', FIXTURE], env, /live run \S+ started/, track);
 
     const accounts: string[] = [];
     for (const owner of ['Ana', 'Bo', 'Cy']) {

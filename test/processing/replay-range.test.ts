@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { quoteSchema } from '../../src/db/schema-name.js';
+import { defineProcessor } from '../../src/processing/processor.js';
+import { rangeRemaining, WHOLE_LOG } from '../../src/processing/read-batch.js';
+import { processingSql } from '../../src/processing/sql.js';
+import { LOG_START } from '../../src/store/event.js';
+import { createEventStore } from '../../src/store/event-store.js';
+import { freshSchema, postgresBackend } from '../support/databases.js';
+
+const backend = postgresBackend();
+const processor = defineProcessor({ name: 'seen', handlers: { 'order.paid': async () => undefined } });
+
+describe.skipIf(!backend)('when a replay may end', () => {
+  it('not while an event of its range is left after its checkpoint, though the frontier moved after its read', async () => {
+    const { db, schema } = await freshSchema(backend!);
+    const store = createEventStore(db, { schema });
+    const sql = processingSql(quoteSchema(schema));
+    // A transaction elsewhere takes an id and stays open: the event appended after it is held back.
+    const holder = await db.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select pg_current_xact_id()');
+      await store.append('order-1', [{ type: 'order.paid', data: { n: 1 } }]);
+      // The replay's read sees nothing below the frontier.
+      expect(await store.readAll({ limit: 10 })).toEqual([]);
+      await holder.query('commit');
+    } finally {
+      await holder.release();
+    }
+    // The holder ended after the read: nothing is held back any more, yet the event was never
+    // read. Ending here ("nothing read, nothing held back") would skip it.
+    expect(await rangeRemaining(db, sql, processor, WHOLE_LOG, LOG_START)).toBe(true);
+    const [event] = await store.readAll({ limit: 10 });
+    expect(event).toMatchObject({ type: 'order.paid' });
+    // Once it is behind the checkpoint, the replay may end.
+    expect(await rangeRemaining(db, sql, processor, WHOLE_LOG, event!)).toBe(false);
+  });
+});
