@@ -9,6 +9,7 @@ export {
   DatabaseError,
   DatabaseUnavailableError,
   ClosedError,
+  RunInProgressError,
   type ExpectedVersion,
 } from './errors.js';
 export { resolveConfig, type RastroOptions, type RastroConfig } from './config.js';

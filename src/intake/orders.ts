@@ -9,6 +9,7 @@ import { orderKey, orderStreamId, parseOrderKey, type OrderSnapshot } from './or
 import { ORDER_NORMALIZER_POLICY, ORDER_PROJECTION, orderNormalizer, type OrderNormalizerOptions } from './order-normalizer.js';
 import { ORDER_SNAPSHOT, type ImportOutcome, type NormalizedOrder } from './order-state.js';
 import { snapshotIntake, type SnapshotIntake } from './snapshot-intake.js';
+import { newRunId } from '../processing/run-id.js';
 
 /** One event of an order's raw history, as `GET /orders/{id}` shows it. */
 export interface OrderHistoryEntry {
@@ -75,7 +76,7 @@ export function createOrders(store: EventStore, options: Omit<OrderNormalizerOpt
       return { id: orderKey(source, orderId), state: row?.doc ?? null, observedAt: row?.observedAt?.toISOString() ?? null, history: events.map(historyEntry) };
     },
     normalizeRound: (round = {}) => runLiveRound(normalizer, { store, policy, onProgress: round.onProgress }),
-    reprocess: (run = {}) => runReplay(normalizer, { store, policy, runId: run.runId ?? `reprocess-${new Date().toISOString().replace(/[^0-9TZ]/g, '')}`, onProgress: run.onProgress }),
+    reprocess: (run = {}) => runReplay(normalizer, { store, policy, runId: run.runId ?? newRunId('reprocess'), onProgress: run.onProgress }),
     async renormalize(id) {
       const { source, orderId } = parseOrderKey(id);
       const streamId = orderStreamId(source, orderId);

@@ -4,6 +4,7 @@ import { validatePolicy } from '../processing/policy.js';
 import type { Processor } from '../processing/processor.js';
 import { runReplay, type ReplayOptions } from '../processing/replay-runner.js';
 import { processingSql } from '../processing/sql.js';
+import { newRunId } from '../processing/run-id.js';
 import type { EventStore } from '../store/event-store.js';
 import { OperationConflictError } from './errors.js';
 
@@ -49,7 +50,7 @@ export function replayJobs(store: EventStore, processors: ReadonlyMap<string, Pr
       if (!processor) throw new ValidationError('processor', `unknown processor ${JSON.stringify(request.processor)}; known: ${[...processors.keys()].join(', ')}`);
       const policy = validatePolicy(request.policy ?? {});
       if (request.from && request.to && request.from >= request.to) throw new ValidationError('to', 'must be after from');
-      const runId = request.runId ?? `${request.simulate ? 'simulate' : 'replay'}-${new Date().toISOString().replace(/[^0-9TZ]/g, '')}`;
+      const runId = request.runId ?? newRunId(request.simulate ? 'simulate' : 'replay');
       if (jobs.get(runId)?.state === 'running') throw new OperationConflictError(`run ${runId} is running`);
       // Taken before the first await, so two requests for one run id cannot both start it.
       const job: ReplayJob & { done: Promise<void> } = { runId, state: 'running', error: null, done: Promise.resolve() };

@@ -23,6 +23,8 @@ interface Task {
   event: RecordedEvent;
   index: number;
   state: 'pending' | 'running' | 'done' | 'failed' | 'waiting';
+  /** Requests of the handler not settled yet: while there are any, it waits on rastro. */
+  requests: number;
   error?: string;
   writes: StateWrite[];
   /** The next event of the same stream in this batch: it starts when this one is done. */
@@ -67,11 +69,10 @@ export class Batch {
   private readonly counters = new Counters();
   private readonly state: StateBuffer;
   private readonly outcomes: EffectOutcomes = { done: [], uncertain: [] };
-  private readonly tx: Queryable;
   private effects: EffectRequest[] = [];
   private probes: ProbeRequest[] = [];
   private statements: TxStatement[] = [];
-  /** Handlers running: neither finished nor suspended on a request. */
+  /** Handlers running: neither finished nor waiting on a request of theirs. */
   private active = 0;
   private onQuiet: (() => void) | undefined;
   private transaction: Queryable | undefined;
@@ -91,12 +92,8 @@ export class Batch {
     /** Parked events this batch handles again (a retry): unparked in its commit. */
     private readonly unpark: readonly string[] = [],
   ) {
-    this.tasks = events.map((event, index) => ({ event, index, state: 'pending', writes: [], next: undefined }));
+    this.tasks = events.map((event, index) => ({ event, index, state: 'pending', requests: 0, writes: [], next: undefined }));
     this.state = new StateBuffer(run);
-    this.tx = {
-      query: <Row>(text: string, values?: readonly unknown[]) =>
-        this.suspend<QueryResult<Row>>((resolve, reject) => this.statements.push({ text, values, resolve: resolve as TxStatement['resolve'], reject })),
-    };
   }
 
   /**
@@ -216,17 +213,24 @@ export class Batch {
     if (this.active === 0) this.onQuiet?.();
   }
 
-  /** Suspends the calling handler on a request `enqueue` queues, until a round settles it. */
-  private suspend<T>(enqueue: (resolve: (value: T) => void, reject: (err: unknown) => void) => void): Promise<T> {
-    const promise = new Promise<T>(enqueue);
-    this.release();
+  /**
+   * Suspends a handler on a request `enqueue` queues, until a round settles it. A handler may
+   * await several requests at once (`Promise.all`): it waits from its first open request and
+   * counts as running again when its last one is settled, so rounds go on while any is open.
+   */
+  private suspend<T>(task: Task, enqueue: (resolve: (value: T) => void, reject: (err: unknown) => void) => void): Promise<T> {
+    const promise = new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const wake = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        if (--task.requests === 0) this.active++;
+        return true;
+      };
+      enqueue((value) => wake() && resolve(value), (err) => wake() && reject(err));
+    });
+    if (task.requests++ === 0) this.release();
     return promise;
-  }
-
-  /** Requests about to be settled: their handlers count as running again until they next suspend or finish. */
-  private resuming<R>(requests: R[]): R[] {
-    this.active += requests.length;
-    return requests;
   }
 
   private quiet(): Promise<void> {
@@ -247,7 +251,7 @@ export class Batch {
     for (;;) {
       await this.quiet();
       if (this.effects.length > 0) {
-        const requests = this.resuming(this.effects.splice(0));
+        const requests = this.effects.splice(0);
         if (this.transaction) {
           const err = new ValidationError('ctx.effect', 'was called after the handler awaited ctx.tx; ask for effects first');
           for (const request of requests) request.reject(err);
@@ -255,11 +259,11 @@ export class Batch {
         continue;
       }
       if (this.probes.length > 0) {
-        await this.state.probe(target, this.resuming(this.probes.splice(0)));
+        await this.state.probe(target, this.probes.splice(0));
         continue;
       }
       if (this.transaction && this.statements.length > 0) {
-        await this.runStatements(this.transaction, this.resuming(this.statements.splice(0)));
+        await this.runStatements(this.transaction, this.statements.splice(0));
         continue;
       }
       if (this.outage !== undefined) throw this.outage;
@@ -290,7 +294,10 @@ export class Batch {
       simulate: run.simulate,
       effect: (effectType, call) => this.effect(task, effectType, call),
       upsert: (projection, key, doc, guard) => this.upsert(task, projection, key, doc, guard),
-      tx: this.tx,
+      tx: {
+        query: <Row>(text: string, values?: readonly unknown[]) =>
+          this.suspend<QueryResult<Row>>(task, (resolve, reject) => this.statements.push({ text, values, resolve: resolve as TxStatement['resolve'], reject })),
+      },
     };
   }
 
@@ -304,7 +311,7 @@ export class Batch {
       return Promise.resolve(SUPPRESSED);
     }
     const eventId = task.event.id;
-    return this.suspend<EffectOutcome<Result>>((resolve, reject) =>
+    return this.suspend<EffectOutcome<Result>>(task, (resolve, reject) =>
       this.effects.push({
         key: effectKey(eventId, effectType), eventId, effectType, rule, resolve: resolve as EffectRequest['resolve'], reject,
         call: (key) => effectInSpan(task.trace, effectType, key, eventId, () => call(key)),
@@ -323,7 +330,7 @@ export class Batch {
       return Promise.reject(err);
     }
     task.writes.push(write);
-    return this.suspend<boolean>((resolve, reject) => this.probes.push({ write, resolve, reject }));
+    return this.suspend<boolean>(task, (resolve, reject) => this.probes.push({ write, resolve, reject }));
   }
 
   private async park(tx: Queryable, parked: Task[]): Promise<void> {

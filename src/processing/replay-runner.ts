@@ -9,13 +9,15 @@ import { ParkedStreamReleasedError } from './parked-streams.js';
 import { processEvents } from './process-events.js';
 import type { Checkpointing } from './progress.js';
 import { openRunnerSession } from './runner-session.js';
+import { claimRun } from './runners/run-claim.js';
+import { newRunId, RUN_ID } from './run-id.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
 import { sweepAbandonedReservations } from './effect-admin.js';
 
 export interface ReplayOptions {
   store: EventStore;
-  /** Re-using a run id continues that run from its checkpoint. @defaultValue `replay-<ISO time>` */
+  /** Re-using a run id continues that run from its checkpoint. @defaultValue `replay-<time>-<random>` */
   runId?: string;
   /** Events that occurred at or after this time. */
   from?: Date;
@@ -41,8 +43,6 @@ export interface RunSummary {
   total: number;
   counters: Record<string, number>;
 }
-
-const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/;
 
 function validateRange(options: ReplayOptions): RunRange {
   const date = (field: string, value: unknown) => {
@@ -75,7 +75,7 @@ function validateRange(options: ReplayOptions): RunRange {
  * ```
  */
 export async function runReplay(processor: Processor, options: ReplayOptions): Promise<RunSummary> {
-  const runId = options.runId ?? `replay-${new Date().toISOString()}`;
+  const runId = options.runId ?? newRunId('replay');
   if (!RUN_ID.test(runId) || runId.startsWith('live:')) throw new ValidationError('runId', 'must be 1 to 100 letters, digits, dots, dashes, colons or underscores, not starting with live:');
   const policy = validatePolicy(options.policy);
   const range = validateRange(options);
@@ -83,7 +83,9 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
   const db = store.db;
   const sql = processingSql(quoteSchema(store.schema));
   const runner = await openRunnerSession(db, sql);
+  let unclaim: (() => Promise<void>) | undefined;
   try {
+    unclaim = await claimRun(runner, sql, store.schema, runId);
     const run: RunContext = {
       db,
       sql,
@@ -155,6 +157,7 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     await db.query(sql.completeRun, [runId]);
     return { runId, total, counters: await runCounters(db, sql, runId) };
   } finally {
+    await unclaim?.();
     await runner.close();
   }
 }

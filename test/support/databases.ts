@@ -19,7 +19,8 @@ function sharedBackend(name: Backend['name'], url: string): Backend {
   });
   return {
     name,
-    db: () => (opened ??= openDatabase({ url, poolSize: 20 })),
+    // RASTRO_TEST_POOL_SIZE lowers it where several test runs share one server's connections.
+    db: () => (opened ??= openDatabase({ url, poolSize: Number(process.env.RASTRO_TEST_POOL_SIZE ?? 20) })),
   };
 }
 
