@@ -26,6 +26,8 @@ function logSql(s: string) {
     badStreamsOf: badStreams('stream_id = any($1::text[])'),
     badStreamsInRange: badStreams('stream_id >= $1 and ($2::text is null or stream_id < $2)'),
     /** The first stream id of the next chunk of `STREAMS_PER_CHUNK` after $1 (null: the rest is one chunk). */
+    /** Streams from $1 up to $2 (null: the end): the chunk's size, for the count of streams examined. */
+    chunkSize: `select count(*)::int as n from ${s}.streams where stream_id >= $1 and ($2::text is null or stream_id < $2)`,
     chunkEnd: `select stream_id from ${s}.streams where stream_id >= $1 order by stream_id offset ${STREAMS_PER_CHUNK} limit 1`,
     /** The missing versions of a stream (at most 20 of them), and the repeated ones. */
     missingVersions: `select v::bigint from generate_series(1::bigint, $2::bigint) v
@@ -83,7 +85,7 @@ async function fullScan(ctx: CheckContext, sql: ReturnType<typeof logSql>, onChu
   for (;;) {
     const end = (await ctx.db.query<{ stream_id: string }>(sql.chunkEnd, [from])).rows[0]?.stream_id ?? null;
     const { rows } = await ctx.db.query<BadStream>(sql.badStreamsInRange, [from, end]);
-    await onChunk(rows, STREAMS_PER_CHUNK);
+    await onChunk(rows, end === null ? (await ctx.db.query<{ n: number }>(sql.chunkSize, [from, end])).rows[0]!.n : STREAMS_PER_CHUNK);
     if (end === null) return;
     from = end;
   }
