@@ -82,6 +82,11 @@ export function auditLog(db: Database, schema: string) {
         return id;
       });
     },
+    /** The latest audit's checks, without its findings. */
+    async latestSummary(): Promise<Pick<AuditRecord, 'id' | 'finishedAt' | 'checks'> | undefined> {
+      const row = (await db.query<{ id: number; finished_at: Date; checks: CheckSummary[] }>(sql.latest)).rows[0];
+      return row && { id: Number(row.id), finishedAt: row.finished_at, checks: row.checks };
+    },
     /** The latest audit with its findings (the first 5000), or undefined before the first one. */
     async latest(): Promise<AuditRecord | undefined> {
       const { rows } = await db.query<{ id: number; started_at: Date; finished_at: Date; full_scan: boolean; complete: boolean; checks: CheckSummary[]; findings: number }>(sql.latest);
