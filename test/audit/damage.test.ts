@@ -94,6 +94,14 @@ const damages: Damage[] = [
     },
   },
   {
+    name: 'a charge row deleted, its ledger entry left',
+    incremental: false,
+    async damage(world) {
+      await world.sql(`delete from {s}.charges where id = $1`, [world.ids.capturedCharge]);
+      return [`charges/charge-missing/effect:charge:${world.ids.capturedCharge}`];
+    },
+  },
+  {
     name: "a captured charge's ledger entry rewritten to failed",
     async damage(world) {
       await world.sql(`update {s}.effects set state = 'failed' where key = $1`, [`charge:${world.ids.capturedCharge}`]);

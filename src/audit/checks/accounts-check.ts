@@ -1,6 +1,7 @@
 import type { Queryable } from '../../db/database.js';
 import { ACCOUNT_STREAM_PREFIX, foldAccount, type AccountState } from '../../accounts/account.js';
 import { sameJson } from '../../processing/state-writes.js';
+import { keysetPages } from '../keyset-pages.js';
 import { changedSince, foundSubjects, rememberedSubjects, type AuditCheck, type Finding } from '../finding.js';
 
 /** Snapshots folded per statement. */
@@ -69,13 +70,10 @@ export const accountsCheck: AuditCheck = {
     const findings: Finding[] = [];
     const remembered = rememberedSubjects(ctx.memory).map((id) => `${ACCOUNT_STREAM_PREFIX}${id}`);
     let examined = 0;
-    let after = '';
-    for (;;) {
-      const ids = (await ctx.db.query<{ stream_id: string }>(sql.page, [...ctx.scope.changed, remembered, after])).rows.map((r) => r.stream_id);
-      if (ids.length > 0) findings.push(...(await examineChunk(ctx.db, sql, ids)));
+    const page = async (after: string) => (await ctx.db.query<{ stream_id: string }>(sql.page, [...ctx.scope.changed, remembered, after])).rows.map((r) => r.stream_id);
+    for await (const ids of keysetPages(page, '', SNAPSHOTS_PER_CHUNK)) {
+      findings.push(...(await examineChunk(ctx.db, sql, ids)));
       ctx.progress((examined += ids.length));
-      if (ids.length < SNAPSHOTS_PER_CHUNK) break;
-      after = ids[ids.length - 1]!;
     }
     return { findings, examined, memory: { found: foundSubjects(findings) } };
   },

@@ -1,5 +1,8 @@
 import { CAPTURE_EFFECT } from '../../charges/sql.js';
+import { keysetPages, slices } from '../keyset-pages.js';
 import { changedSince, foundSubjects, rememberedSubjects, type AuditCheck, type CheckContext, type Finding } from '../finding.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** Charges examined per statement. */
 const CHARGES_PER_CHUNK = 20_000;
@@ -19,28 +22,35 @@ function chargesSql(s: string) {
    * ($2 days) may have deleted its ChargeStarted or its settled message by now.
    */
   const messages = `with ids as (select unnest($1::uuid[]) as id),
-    m as (select o.aggregate_id, o.type, count(*)::int as n from ${s}.outbox o
-      where o.aggregate_type = 'charge' and o.aggregate_id = any(array(select id::text from ids))
-      group by 1, 2)
+    m as (select aggregate_id, json_object_agg(type, n)::text as messages from (
+        -- A join, not = any(array(…)): the planner hashes the ids instead of comparing each row with all of them.
+        select o.aggregate_id, o.type, count(*)::int as n from ${s}.outbox o join ids on o.aggregate_id = ids.id::text
+         where o.aggregate_type = 'charge' group by 1, 2) t
+      group by aggregate_id)
     select c.id, e.state, e.key is not null as has_entry,
       c.created_at < now() - $2 * interval '1 day' as start_retainable,
       coalesce(e.updated_at < now() - $2 * interval '1 day', false) as settle_retainable,
-      coalesce((select json_object_agg(m.type, m.n) from m where m.aggregate_id = c.id::text), '{}')::text as messages
-    from ids join ${s}.charges c on c.id = ids.id left join ${s}.effects e on e.key = 'charge:' || c.id::text`;
+      coalesce(m.messages, '{}') as messages
+    from ids join ${s}.charges c on c.id = ids.id left join ${s}.effects e on e.key = 'charge:' || c.id::text
+      left join m on m.aggregate_id = c.id::text`;
   return {
     messages,
-    /** Charges whose row or capture entry changed since the last audit ($1..$3), or whose messages are new ($4). */
-    changed: `select c.id from ${s}.charges c left join ${s}.effects e on e.key = 'charge:' || c.id::text
-        where ${changedSince('c', 1, 'created_at')} or (e.key is not null and ${changedSince('e', 1, 'updated_at')})
-      union select o.aggregate_id::uuid from ${s}.outbox o
-        where o.aggregate_type = 'charge' and o.tx_order >= $4 and o.tx_order < $5
-          and o.aggregate_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'`,
+    /**
+     * What changed since the last audit, each table read on its own (one statement each, so none
+     * is joined whole): charges written since ($1..$3), capture entries written since, and
+     * charges with new outbox messages ($1, $2 the range of transaction orders).
+     */
+    changedCharges: `select c.id from ${s}.charges c where ${changedSince('c', 1, 'created_at')}`,
+    changedEntries: `select substr(f.key, 8) as id from ${s}.effects f where f.effect_type = '${CAPTURE_EFFECT}' and ${changedSince('f', 1, 'updated_at')}`,
+    /** Capture entries among $1 whose charge row is missing. */
+    orphans: `select f.key from ${s}.effects f where f.key = any($1::text[])
+      and not exists (select 1 from ${s}.charges c where 'charge:' || c.id::text = f.key)`,
+    /** Every capture entry whose charge row is missing (a full audit). */
+    allOrphans: `select f.key from ${s}.effects f where f.effect_type = '${CAPTURE_EFFECT}'
+      and not exists (select 1 from ${s}.charges c where 'charge:' || c.id::text = f.key) limit ${OPEN_LIMIT}`,
+    newMessages: `select distinct o.aggregate_id as id from ${s}.outbox o where o.aggregate_type = 'charge' and o.tx_order >= $1 and o.tx_order < $2`,
     /** Every charge, in id order from $1: the chunks of a full audit. */
     page: `select id from ${s}.charges where id > $1 order by id limit ${CHARGES_PER_CHUNK}`,
-    /** Capture entries whose charge row is missing. */
-    orphanEntries: `select f.key from ${s}.effects f where f.effect_type = '${CAPTURE_EFFECT}'
-      and (${changedSince('f', 1, 'updated_at')} or f.key = any($4::text[]))
-      and not exists (select 1 from ${s}.charges c where 'charge:' || c.id::text = f.key) limit ${OPEN_LIMIT}`,
     /** PENDING past the deadline ($1 ms), and NEEDS_REVIEW: money in an unknown place, oldest first. */
     open: `select substr(key, 8) as id, state, error, extract(epoch from now() - reserved_at)::float8 as age from ${s}.effects
       where effect_type = '${CAPTURE_EFFECT}' and (state = 'needs-review'
@@ -82,30 +92,31 @@ function chargeDefects(row: ChargeRow): string[] {
   return defects;
 }
 
-async function examine(ctx: CheckContext, sql: ReturnType<typeof chargesSql>, ids: string[], retentionDays: number): Promise<Map<string, string[]>> {
+/** The defects of the charges `ids`, and the ids that have no charge row (an entry or message without its charge). */
+async function examine(ctx: CheckContext, sql: ReturnType<typeof chargesSql>, ids: string[], retentionDays: number): Promise<{ bad: Map<string, string[]>; missing: string[] }> {
   const { rows } = await ctx.db.query<ChargeRow>(sql.messages, [ids, retentionDays]);
   const bad = new Map<string, string[]>();
   for (const row of rows) {
     const defects = chargeDefects(row);
     if (defects.length > 0) bad.set(row.id, defects);
   }
-  return bad;
+  const found = new Set(rows.map((row) => row.id));
+  return { bad, missing: ids.filter((id) => !found.has(id)) };
 }
 
 /** The charges to examine: every one in chunks (full), or those changed since the last audit and those found wrong then. */
 async function* chargeChunks(ctx: CheckContext, sql: ReturnType<typeof chargesSql>): AsyncGenerator<string[]> {
   if (ctx.scope.full) {
-    let after = '00000000-0000-0000-0000-000000000000';
-    for (;;) {
-      const ids = (await ctx.db.query<{ id: string }>(sql.page, [after])).rows.map((r) => r.id);
-      if (ids.length > 0) yield ids;
-      if (ids.length < CHARGES_PER_CHUNK) return;
-      after = ids[ids.length - 1]!;
-    }
+    const page = async (after: string) => (await ctx.db.query<{ id: string }>(sql.page, [after])).rows.map((r) => r.id);
+    return yield* keysetPages(page, '00000000-0000-0000-0000-000000000000', CHARGES_PER_CHUNK);
   }
-  const changed = (await ctx.db.query<{ id: string }>(sql.changed, [...ctx.scope.changed, ctx.scope.fromTxOrder, ctx.scope.frontier])).rows.map((r) => r.id);
-  const all = [...new Set([...changed, ...rememberedSubjects(ctx.memory)])];
-  for (let i = 0; i < all.length; i += CHARGES_PER_CHUNK) yield all.slice(i, i + CHARGES_PER_CHUNK);
+  const ids = async (text: string, values: readonly unknown[]) => (await ctx.db.query<{ id: string }>(text, values)).rows.map((r) => r.id);
+  const changed = [
+    ...(await ids(sql.changedCharges, ctx.scope.changed)),
+    ...(await ids(sql.changedEntries, ctx.scope.changed)),
+    ...(await ids(sql.newMessages, [ctx.scope.fromTxOrder, ctx.scope.frontier])),
+  ].filter((id) => UUID.test(id));
+  yield* slices([...new Set([...changed, ...rememberedSubjects(ctx.memory)])], CHARGES_PER_CHUNK);
 }
 
 /**
@@ -122,19 +133,24 @@ export function chargesCheck(options: ChargesCheckOptions = {}): AuditCheck {
       const sql = chargesSql(ctx.s);
       const findings: Finding[] = [];
       let examined = 0;
+      const missing: string[] = [];
       for await (const ids of chargeChunks(ctx, sql)) {
-        const bad = await examine(ctx, sql, ids, retentionDays);
-        for (const [id, defects] of bad) {
+        const result = await examine(ctx, sql, ids, retentionDays);
+        missing.push(...result.missing);
+        for (const [id, defects] of result.bad) {
           findings.push({ check: 'charges', kind: 'trail-broken', subject: { type: 'charge', id }, detail: defects.join('; '),
             action: 'compare with the acquirer (rastro audit --ask-providers) and restore the missing rows from a backup' });
         }
         ctx.progress((examined += ids.length));
       }
-      const { rows: orphans } = await ctx.db.query<{ key: string }>(sql.orphanEntries, [...ctx.scope.changed, rememberedSubjects(ctx.memory).map((id) => `charge:${id}`)]);
+      const orphans = ctx.scope.full
+        ? (await ctx.db.query<{ key: string }>(sql.allOrphans)).rows
+        : (await ctx.db.query<{ key: string }>(sql.orphans, [missing.map((id) => `charge:${id}`)])).rows;
       for (const row of orphans) {
         findings.push({ check: 'charges', kind: 'charge-missing', subject: { type: 'effect', id: row.key }, detail: 'a capture entry whose charge row is missing', action: 'restore the charge row from a backup' });
       }
-      const remembered = foundSubjects(findings);
+      // A charge-missing finding names the entry (charge:<id>): remembered by the charge's id.
+      const remembered = foundSubjects(findings).map((id) => (id.startsWith('charge:') ? id.slice('charge:'.length) : id));
       const { rows: open } = await ctx.db.query<{ id: string; state: string; error: string | null; age: number }>(sql.open, [options.deadlineMs ?? 120_000, OPEN_LIMIT]);
       for (const row of open) {
         const review = row.state === 'needs-review';

@@ -23,16 +23,18 @@ function effectsSql(s: string) {
       where state in ('uncertain', 'needs-review') and effect_type <> '${CAPTURE_EFFECT}' order by reserved_at limit $1`,
     /**
      * Entries written since the last audit ($1..$3, see changedSince) or found wrong last time
-     * ($4) whose event is missing, or that are done without an outcome.
+     * ($4): how many, and those whose event is missing or that are done without an outcome.
+     * One pass over the ledger.
      */
-    broken: `select f.key, f.event_id, f.state, f.result is null as no_result,
-        f.event_id is not null and not exists (select 1 from ${s}.events e where e.id = f.event_id) as no_event
-      from ${s}.effects f
-      where (${changedSince('f', 1, 'updated_at')} or f.key = any($4::text[]))
-        and ((f.state = 'done' and f.result is null)
-          or (f.event_id is not null and not exists (select 1 from ${s}.events e where e.id = f.event_id)))
-      limit $5`,
-    examined: `select count(*)::bigint as n from ${s}.effects f where ${changedSince('f', 1, 'updated_at')}`,
+    broken: `with examined as materialized (
+        select f.key, f.event_id, f.state, f.result is null as no_result from ${s}.effects f
+        where ${changedSince('f', 1, 'updated_at')} or f.key = any($4::text[]))
+      select (select count(*) from examined)::bigint as examined,
+        coalesce((select json_agg(json_build_object('key', x.key, 'eventId', x.event_id, 'noEvent', x.no_event)) from (
+          select e.key, e.event_id, e.event_id is not null and not exists (select 1 from ${s}.events ev where ev.id = e.event_id) as no_event
+            from examined e
+           where (e.state = 'done' and e.no_result) or (e.event_id is not null and not exists (select 1 from ${s}.events ev where ev.id = e.event_id))
+           limit $5) x), '[]')::text as broken`,
   } as const;
 }
 
@@ -70,13 +72,12 @@ export const effectsCheck: AuditCheck = {
         ageSeconds: Number(row.age),
       });
     }
-    const changed = [...ctx.scope.changed];
-    const { rows } = await ctx.db.query<{ key: string; event_id: string | null; state: string; no_result: boolean; no_event: boolean }>(sql.broken, [...changed, rememberedSubjects(ctx.memory), OPEN_LIMIT]);
-    const broken: Finding[] = rows.map((row) => row.no_event
-      ? { check: 'effects', kind: 'event-missing', subject: { type: 'effect', id: row.key }, detail: `its event ${row.event_id} is not in the log`, action: 'restore the event from a backup: the ledger entry says it caused an effect' }
-      : { check: 'effects', kind: 'outcome-missing', subject: { type: 'effect', id: row.key }, detail: 'done, but its outcome (the result of the call) is not recorded', action: 'restore the entry from a backup, or ask the provider for the result of this key' });
+    const row = (await ctx.db.query<{ examined: number; broken: string }>(sql.broken, [...ctx.scope.changed, rememberedSubjects(ctx.memory), OPEN_LIMIT])).rows[0]!;
+    const broken: Finding[] = (JSON.parse(row.broken) as { key: string; eventId: string | null; noEvent: boolean }[]).map((entry) => entry.noEvent
+      ? { check: 'effects', kind: 'event-missing', subject: { type: 'effect', id: entry.key }, detail: `its event ${entry.eventId} is not in the log`, action: 'restore the event from a backup: the ledger entry says it caused an effect' }
+      : { check: 'effects', kind: 'outcome-missing', subject: { type: 'effect', id: entry.key }, detail: 'done, but its outcome (the result of the call) is not recorded', action: 'restore the entry from a backup, or ask the provider for the result of this key' });
     findings.push(...broken);
-    const examined = Number((await ctx.db.query<{ n: number }>(sql.examined, changed)).rows[0]?.n ?? 0);
+    const examined = Number(row.examined);
     ctx.progress(examined);
     return { findings, examined, memory: { found: foundSubjects(broken) } };
   },

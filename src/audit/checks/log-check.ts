@@ -1,5 +1,6 @@
 import type { Queryable } from '../../db/database.js';
-import type { AuditCheck, CheckContext, Finding } from '../finding.js';
+import { rememberedSubjects, type AuditCheck, type CheckContext, type Finding } from '../finding.js';
+import { slices } from '../keyset-pages.js';
 
 /** The triggers that make the log immutable (migration 0001), and the constraints that make a version unique. */
 const IMMUTABILITY_TRIGGERS = ['events_immutable_rows', 'events_immutable_truncate'] as const;
@@ -113,9 +114,7 @@ export const logCheck: AuditCheck = {
       });
     } else {
       const touched = (await ctx.db.query<{ stream_id: string }>(sql.touchedStreams, [ctx.scope.fromTxOrder, ctx.scope.frontier])).rows.map((r) => r.stream_id);
-      const streams = [...new Set([...touched, ...((ctx.memory.found as string[] | undefined) ?? [])])];
-      for (let i = 0; i < streams.length; i += STREAMS_PER_CHUNK) {
-        const chunk = streams.slice(i, i + STREAMS_PER_CHUNK);
+      for (const chunk of slices([...new Set([...touched, ...rememberedSubjects(ctx.memory)])], STREAMS_PER_CHUNK)) {
         await collect((await ctx.db.query<BadStream>(sql.badStreamsOf, [chunk])).rows);
         ctx.progress((examined += chunk.length));
       }

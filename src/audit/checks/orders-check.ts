@@ -3,6 +3,7 @@ import { ORDER_NORMALIZER, ORDER_PROJECTION } from '../../intake/order-normalize
 import { foldOrderHistory, ORDER_IMPORT, ORDER_SNAPSHOT, type NormalizedOrder } from '../../intake/order-state.js';
 import { sameJson } from '../../processing/state-writes.js';
 import { toRecordedEvent, type EventRow } from '../../store/event.js';
+import { keysetPages, slices } from '../keyset-pages.js';
 import { changedSince, foundSubjects, rememberedSubjects, inSnapshot, type AuditCheck, type CheckContext, type Finding } from '../finding.js';
 
 /** Orders folded per snapshot (one short transaction each). */
@@ -93,17 +94,11 @@ async function examineChunk(tx: Queryable, sql: Sql, streamIds: string[]): Promi
 
 async function* streamChunks(ctx: CheckContext, sql: Sql): AsyncGenerator<string[]> {
   if (ctx.scope.full) {
-    let after = '';
-    for (;;) {
-      const ids = (await ctx.db.query<{ stream_id: string }>(sql.page, [after])).rows.map((r) => r.stream_id);
-      if (ids.length > 0) yield ids;
-      if (ids.length < ORDERS_PER_CHUNK) return;
-      after = ids[ids.length - 1]!;
-    }
+    const page = async (after: string) => (await ctx.db.query<{ stream_id: string }>(sql.page, [after])).rows.map((r) => r.stream_id);
+    return yield* keysetPages(page, '', ORDERS_PER_CHUNK);
   }
   const { rows } = await ctx.db.query<{ stream_id: string }>(sql.changed, [ctx.scope.fromTxOrder, ctx.scope.frontier, ...ctx.scope.changed, ORDER_TYPES]);
-  const ids = [...new Set([...rows.map((r) => r.stream_id), ...rememberedSubjects(ctx.memory).map((key) => `${STREAM_PREFIX}${key}`)])];
-  for (let i = 0; i < ids.length; i += ORDERS_PER_CHUNK) yield ids.slice(i, i + ORDERS_PER_CHUNK);
+  yield* slices([...new Set([...rows.map((r) => r.stream_id), ...rememberedSubjects(ctx.memory).map((key) => `${STREAM_PREFIX}${key}`)])], ORDERS_PER_CHUNK);
 }
 
 /**

@@ -13,7 +13,7 @@ function outboxCheckSql(s: string) {
       join ${s}.processor_runs r on r.run_id = c.run_id where r.mode = 'relay'`,
     /** The last position the outbox ever handed out, and the log's last event: nothing can be checkpointed past them. */
     heads: `select coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'position')), 0)::bigint as outbox_position,
-        (select position from ${s}.events order by position desc limit 1) as event_position`,
+        (select json_build_array(tx_order, position) from ${s}.events order by tx_order desc, position desc limit 1)::text as last_event`,
     /**
      * Messages of one aggregate whose transaction order goes down as their position goes up, in
      * the audited range: the relay, reading in (tx_order, position) order, would publish them out
@@ -60,14 +60,18 @@ export interface OutboxCheckOptions {
   retentionIntervalMs?: number;
 }
 
-function checkpointFindings(ctx: CheckContext, relays: RelayRow[], rows: CheckpointRow[], heads: { outbox: number; events: number }): Finding[] {
+function checkpointFindings(ctx: CheckContext, relays: RelayRow[], rows: CheckpointRow[], heads: { outbox: number; lastEvent: [number, number] }): Finding[] {
   const findings: Finding[] = [];
   const sourceOf = new Map(relays.map((r) => [r.run_id, r.source]));
   for (const row of rows) {
-    const head = sourceOf.get(row.run_id) === 'outbox' ? heads.outbox : heads.events;
-    if (Number(row.position) > head) {
+    const [tx, position] = [Number(row.tx_order), Number(row.position)];
+    // The outbox's rows are deleted by retention: its head is the last position ever handed out.
+    // The log keeps every event: its head is the last one, in the order relays read it.
+    const outbox = sourceOf.get(row.run_id) === 'outbox';
+    const past = outbox ? position > heads.outbox : tx > heads.lastEvent[0] || (tx === heads.lastEvent[0] && position > heads.lastEvent[1]);
+    if (past) {
       findings.push({ check: 'outbox', kind: 'checkpoint-past-head', subject: { type: 'relay', id: row.run_id },
-        detail: `partition ${row.partition} is checkpointed at position ${row.position}, past the last position ever written (${head}): messages written later are never published`,
+        detail: `partition ${row.partition} is checkpointed at (${tx}, ${position}), past the last ${outbox ? `position ever written (${heads.outbox})` : `event (${heads.lastEvent.join(', ')})`}: what is written later is never published`,
         action: 'restore the checkpoint from a backup, or set it back to the last message the broker holds' });
     }
   }
@@ -89,22 +93,27 @@ async function stuckRelays(ctx: CheckContext, relays: RelayRow[], now: Checkpoin
   for (const relay of relays) {
     const source = relaySourceOf(ctx.store, relay.source);
     const stopped: number[] = [];
+    let oldest: number | undefined;
     for (let partition = 0; partition < relay.partitions; partition++) {
       const key = checkpointKey(relay.run_id, partition);
       const [cpTx, cpPos] = now[key] ?? [0, 0];
+      // The relay's own read: the message it publishes next in this partition, if any.
       const [next] = await source.read({ txOrder: cpTx, position: cpPos }, 1, { count: relay.partitions, owned: [partition] });
       if (!next || next.txOrder >= ctx.scope.frontier) continue;
       waiting[key] = [next.txOrder, next.position];
+      oldest = Math.min(oldest ?? Infinity, next.message.occurredAt.getTime());
       if (seenWaiting[key] && samePlace(seenCheckpoints[key] ?? [0, 0], now[key] ?? [0, 0])) stopped.push(partition);
     }
-    const { pending, lagMs } = await source.pending(relay.run_id, relay.partitions);
-    figures[`${relay.processor}.pending`] = pending;
-    figures[`${relay.processor}.lagSeconds`] = lagMs === null ? null : lagMs / 1000;
+    // The lag from the next message of each partition: what the relay reads anyway, not a count over the outbox.
+    const lagSeconds = oldest === undefined ? null : Math.max(0, (Date.now() - oldest) / 1000);
+    figures[`${relay.processor}.lagSeconds`] = lagSeconds;
+    figures[`${relay.processor}.partitionsWaiting`] = Object.keys(waiting).filter((key) => key.startsWith(`${relay.run_id}|`)).length;
     if (stopped.length > 0) {
+      const { pending } = await source.pending(relay.run_id, relay.partitions);
       findings.push({ check: 'outbox', kind: 'relay-stopped', subject: { type: 'relay', id: relay.run_id },
-        detail: `partitions ${stopped.join(', ')} have not moved since the last audit while messages waited: ${pending} messages unpublished, the oldest ${Math.round((lagMs ?? 0) / 1000)} s old`,
+        detail: `partitions ${stopped.join(', ')} have not moved since the last audit while messages waited: ${pending} messages unpublished, the oldest ${Math.round(lagSeconds ?? 0)} s old`,
         action: 'start a relay (rastro relay, or serve with RASTRO_RELAY=on); if one runs, look at its log for a broker outage',
-        ageSeconds: lagMs === null ? undefined : lagMs / 1000 });
+        ageSeconds: lagSeconds ?? undefined });
     }
   }
   return { findings, waiting, figures };
@@ -153,10 +162,11 @@ export function outboxCheck(options: OutboxCheckOptions = {}): AuditCheck {
       const { relays, checkpoints, heads } = await inSnapshot(ctx, async (tx) => ({
         relays: (await tx.query<RelayRow>(sql.relays)).rows,
         checkpoints: (await tx.query<CheckpointRow>(sql.checkpoints)).rows,
-        heads: (await tx.query<{ outbox_position: number; event_position: number | null }>(sql.heads, [`${ctx.s}.outbox`])).rows[0],
+        heads: (await tx.query<{ outbox_position: number; last_event: string | null }>(sql.heads, [`${ctx.s}.outbox`])).rows[0],
       }));
       const now = checkpointMap(checkpoints);
-      const findings = checkpointFindings(ctx, relays, checkpoints, { outbox: Number(heads?.outbox_position ?? 0), events: Number(heads?.event_position ?? 0) });
+      const lastEvent = (heads?.last_event ? JSON.parse(heads.last_event) : [0, 0]) as [number, number];
+      const findings = checkpointFindings(ctx, relays, checkpoints, { outbox: Number(heads?.outbox_position ?? 0), lastEvent });
       const stuck = await stuckRelays(ctx, relays, now);
       findings.push(...stuck.findings, ...(await orderFindings(ctx, sql)), ...(await retentionFindings(ctx, sql, options)));
       ctx.progress(checkpoints.length);
