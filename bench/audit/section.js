@@ -33,7 +33,10 @@ export const auditSection = {
 Targets: a full audit at or above 0.3× the rows per second of a raw scan of the same tables; an incremental audit after ${count(AUDIT.newEvents)} new events within 1.3× of itself from ${count(smallest)} to ${count(largest)} events of history.
 `,
   notes: `
-Run alone: \`npm run build && DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node bench/run.js audit\`.
+Run alone: \`npm run build && DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node bench/run.js audit\` (about two
+minutes here, most of it seeding). The figures above were taken with that command against a
+cluster on port 5445, on a 2-core machine shared with other work (load average about 15): the
+ratios, measured in the same run, are what counts.
 
 Each contender seeds its own bench schema by set-based SQL (setup, not measured): per 100,000 events,
 10,000 orders of five snapshots (\`order:pied:<id>\`) with their normalized rows exactly as the
