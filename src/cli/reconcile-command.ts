@@ -17,7 +17,7 @@ export interface ReconcileCommandOptions {
 }
 
 /** The effect types that can ask their provider: charges' capture (with an acquirer) and the processors'. */
-export async function askableTypes(services: Services, processorsPath: string | undefined): Promise<{ types: EffectTypes; notes: string[] }> {
+async function askableTypes(services: Services, processorsPath: string | undefined): Promise<{ types: EffectTypes; notes: string[] }> {
   const types: Record<string, EffectTypes[string]> = {};
   const notes: string[] = [];
   if (services.charges.canCreate) Object.assign(types, services.charges.effectTypes);
