@@ -33,8 +33,7 @@ export async function startOperations(services: Services, config: Pick<RastroCon
       stopAudits = startAudits(services, config, processors, logger);
     },
     async stop() {
-      history.stop();
-      await stopAudits();
+      await Promise.all([history.stop(), stopAudits()]);
     },
   };
   return operations;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { startServer } from '../../src/server.js';
-import { backends } from '../support/databases.js';
+import { backends, DATABASE_URL, schemaName } from '../support/databases.js';
 import { auditWorld } from '../support/audit-world.js';
 import { eventually } from '../support/eventually.js';
 
@@ -30,7 +30,10 @@ describe.each(backends())('the audit in the operations API ($name)', (backend) =
 
 describe('serve', () => {
   it('audits every RASTRO_AUDIT_INTERVAL_SECONDS', async () => {
-    const server = await startServer({ dataDir: 'memory://', port: 0, logLevel: 'silent', relay: false, auditIntervalSeconds: 1 });
+    const server = await startServer({
+      port: 0, logLevel: 'silent', relay: false, auditIntervalSeconds: 1, schema: schemaName(),
+      ...(DATABASE_URL ? { databaseUrl: DATABASE_URL } : { dataDir: 'memory://' }),
+    });
     try {
       await server.store.append('note-1', [{ type: 'note.added', data: {} }]);
       const audits = await eventually(async () => {
@@ -39,6 +42,7 @@ describe('serve', () => {
       }, 'two audits');
       expect(audits.findings).toEqual([]);
     } finally {
+      if (DATABASE_URL) await server.db.query(`drop schema if exists "${server.config.schema}" cascade`).catch(() => undefined);
       await server.close();
     }
   });
