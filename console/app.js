@@ -4,6 +4,7 @@ import { renderOverview } from './overview.js';
 import { renderRuns } from './runs.js';
 import { renderDiff } from './diff.js';
 import { renderReview } from './review.js';
+import { renderAudit } from './audit.js';
 import { h } from './dom.js';
 
 const main = document.getElementById('main');
@@ -27,6 +28,7 @@ const routes = [
   { pattern: /^#\/runs\/([^/]+)\/diff$/, page: 'runs', render: (m, root) => renderDiff(root, decodeURIComponent(m[1])) },
   { pattern: /^#\/runs$/, page: 'runs', render: (_m, root) => renderRuns(root) },
   { pattern: /^#\/review$/, page: 'review', render: (_m, root) => renderReview(root) },
+  { pattern: /^#\/audit$/, page: 'audit', render: (_m, root) => renderAudit(root) },
   { pattern: /^#\/overview$/, page: 'overview', render: (_m, root) => renderOverview(root) },
 ];
 

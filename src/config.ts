@@ -66,6 +66,8 @@ export interface RastroOptions {
   reconcileIntervalSeconds?: number;
   /** The processors module `serve` replays and retries with (`--processors`). @defaultValue `RASTRO_PROCESSORS`, else ./rastro.config.js if present */
   processors?: string;
+  /** Seconds between serve's incremental audits (`rastro audit`); 0 = none. @defaultValue `RASTRO_AUDIT_INTERVAL_SECONDS`, else 0 */
+  auditIntervalSeconds?: number;
 }
 
 export interface RastroConfig {
@@ -101,6 +103,7 @@ export interface RastroConfig {
   readonly chargeOnDeadline: 'review' | 'void';
   readonly reconcileIntervalSeconds: number;
   readonly processors: string | undefined;
+  readonly auditIntervalSeconds: number;
 }
 
 const BROKER_URL = /^(nats|amqps?):\/\//;
@@ -219,5 +222,6 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     pollIntervalSeconds: parseCount('RASTRO_POLL_INTERVAL_SECONDS', options.pollIntervalSeconds ?? (env.RASTRO_POLL_INTERVAL_SECONDS || 0), 0),
     ...chargeOptions(options, env),
     processors: options.processors ?? (env.RASTRO_PROCESSORS || undefined),
+    auditIntervalSeconds: parseCount('RASTRO_AUDIT_INTERVAL_SECONDS', options.auditIntervalSeconds ?? (env.RASTRO_AUDIT_INTERVAL_SECONDS || 0), 0),
   });
 }

@@ -209,3 +209,10 @@ export class ChargeNotFoundError extends RastroError {
     super('RASTRO_CHARGE_NOT_FOUND', `charge ${JSON.stringify(id)} does not exist`);
   }
 }
+
+/** An audit found something to act on: the command exits 1 after printing the findings. */
+export class AuditFindingsError extends RastroError {
+  constructor(findings: number) {
+    super('RASTRO_AUDIT_FINDINGS', `the audit found ${findings} thing${findings === 1 ? '' : 's'} to act on; each finding says what to do`);
+  }
+}

@@ -58,7 +58,7 @@ export { Reconciler, reconcileEffects, startReconcileLoop, type ReconcileLoop, t
 export { createCharges, validateChargeRequest, CHARGE_STATUSES, type Charge, type Charges, type ChargeOptions, type ChargeRequest, type ChargeStatus } from './charges/charges.js';
 export { acquirerClient, CaptureDeclinedError, type Acquirer, type Capture, type CaptureLookup, type CaptureRequest } from './charges/acquirer.js';
 export { startAcquirerFake, type AcquirerFake, type AcquirerFakeOptions, type CaptureFault } from './charges/acquirer-fake.js';
-export { ChargeNotFoundError, IdempotencyKeyRequiredError } from './errors.js';
+export { ChargeNotFoundError, IdempotencyKeyRequiredError, AuditFindingsError } from './errors.js';
 export { parkedEvents, type ParkedEvent } from './processing/parking.js';
 export { runDiff, type DiffRow } from './processing/run-diff.js';
 export { createOutbox, outboxChannel, type Outbox, type OutboxMessage } from './outbox/outbox.js';
@@ -114,3 +114,6 @@ export { OperationTargetNotFoundError, OperationConflictError } from './operatio
 export { createMetrics, type Metrics, type FigureSample } from './observability/metrics.js';
 export { runStatus, type RunStatus } from './processing/run-status.js';
 export { runDiffPage, type DiffPage } from './processing/run-diff.js';
+export { runAudit, AUDIT_CHECKS, validateCheckNames, type AuditOptions, type AuditReport, type AuditCheckName } from './audit/run-audit.js';
+export { auditLog, type AuditLog, type AuditRecord, type CheckSummary } from './audit/audit-log.js';
+export type { Finding, SubjectType } from './audit/finding.js';

@@ -15,7 +15,7 @@ import { createEventStore, type EventStore } from './store/event-store.js';
 import { openPublisher } from './brokers/open-broker.js';
 import type { Publisher } from './brokers/message.js';
 import { runRelay, type Relay } from './outbox/relay.js';
-import { outboxRetention } from './outbox/retention.js';
+import { outboxRetention, RETENTION_INTERVAL_MS } from './outbox/retention.js';
 import { acquirerClient } from './charges/acquirer.js';
 import { createCharges, type Charges } from './charges/charges.js';
 import { startReconcileLoop, type ReconcileLoop } from './processing/ledger/reconciler.js';
@@ -113,7 +113,6 @@ export interface RunningServer extends Services {
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 const CLEANUP_INTERVAL_MS = 10 * 60 * 1000;
-const RETENTION_INTERVAL_MS = 60 * 60 * 1000;
 
 /** The relay and the outbox retention job of `serve`. */
 async function startOutbox(services: Services, config: RastroConfig, log: FastifyInstance['log'], publisher: Publisher | undefined) {

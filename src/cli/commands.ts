@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerAuditCommand } from './audit-command.js';
 import { registerDemoCommands } from './demo-command.js';
 import { registerInboxCommands } from './inbox-commands.js';
 import { registerOrderCommands } from './order-commands.js';
@@ -31,6 +32,7 @@ export const COMMANDS: readonly CommandRegistration[] = [
   registerServerCommands,
   registerProcessingCommands,
   registerReconcileCommand,
+  registerAuditCommand,
   registerOutboxCommands,
   registerInboxCommands,
   registerOrderCommands,

@@ -39,7 +39,8 @@ environment:
   RASTRO_CHARGE_REVIEW_AFTER_SECONDS   unknown this long after the charge: review, or void (1800)
   RASTRO_CHARGE_NOT_FOUND         retry | fail: when the acquirer has no capture for the key (retry)
   RASTRO_CHARGE_ON_DEADLINE       review | void: the business deadline's rule (review)
-  RASTRO_RECONCILE_INTERVAL_SECONDS    serve's reconciliation passes, 0 = none (10)`;
+  RASTRO_RECONCILE_INTERVAL_SECONDS    serve's reconciliation passes, 0 = none (10)
+  RASTRO_AUDIT_INTERVAL_SECONDS   serve's incremental audits (rastro audit), 0 = none (0)`;
 
 function packageVersion(): string {
   return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { auditSamples } from '../audit/audit-samples.js';
 import type { Charges } from '../charges/charges.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { figureSamples, readFigures } from '../operations/figures.js';
@@ -24,7 +25,8 @@ export async function metricsRoutes(app: FastifyInstance, deps: MetricsRouteDeps
       response: { 200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } }, 400: { $ref: 'problem#' }, 401: { $ref: 'problem#' } },
     },
   }, async (_request, reply) => {
-    const text = await deps.metrics.scrape(figureSamples(await readFigures({ store: deps.store, processors: deps.processors, charges: deps.charges })));
+    const figures = figureSamples(await readFigures({ store: deps.store, processors: deps.processors, charges: deps.charges }));
+    const text = await deps.metrics.scrape([...figures, ...(await auditSamples(deps.store.db, deps.store.schema))]);
     return reply.type(deps.metrics.contentType).send(text);
   });
 }

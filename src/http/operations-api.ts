@@ -8,6 +8,7 @@ import type { EventStore } from '../store/event-store.js';
 import { consoleRoutes } from './console-routes.js';
 import { metricsRoutes } from './metrics-routes.js';
 import { opsRoutes } from './ops-routes.js';
+import { auditOpsRoutes } from './ops-audit-routes.js';
 
 export { observeRequests } from './metrics-routes.js';
 
@@ -27,5 +28,6 @@ export interface OperationsDeps {
 export async function operationsApi(app: FastifyInstance, deps: OperationsDeps & { store: EventStore; metrics: Metrics; charges?: Charges }): Promise<void> {
   await app.register(opsRoutes, { store: deps.store, processors: deps.processors, publisher: deps.publisher, history: deps.figureHistory, charges: deps.charges, effectTypes: deps.charges?.effectTypes });
   await app.register(metricsRoutes, { store: deps.store, metrics: deps.metrics, processors: deps.processors, charges: deps.charges });
+  await app.register(auditOpsRoutes, { store: deps.store });
   await app.register(consoleRoutes);
 }

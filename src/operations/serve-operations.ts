@@ -4,6 +4,8 @@ import { loadProcessors } from '../cli/load-processors.js';
 import type { RastroConfig } from '../config.js';
 import type { Processor } from '../processing/processor.js';
 import type { Services } from '../server.js';
+import { auditSettings } from './audit-settings.js';
+import { startAuditSchedule } from './audit-schedule.js';
 import { figureHistory } from './figure-history.js';
 import { readFigures } from './figures.js';
 
@@ -12,10 +14,11 @@ import { readFigures } from './figures.js';
  * `--processors` / rastro.config.js, the built-in demo one, and the order normalizer) and the
  * figures sampled every 10 s into an hour of memory.
  */
-export async function startOperations(services: Services, config: Pick<RastroConfig, 'processors'>) {
+export async function startOperations(services: Services, config: Pick<RastroConfig, 'processors'> & Partial<Pick<RastroConfig, 'auditIntervalSeconds' | 'chargeDeadlineSeconds' | 'outboxRetentionDays'>>) {
   const processors: Map<string, Processor> = await loadProcessors(config.processors);
   processors.set(services.orders.normalizer.name, services.orders.normalizer);
   let log: FastifyBaseLogger | undefined;
+  let stopAudits: () => Promise<void> = async () => undefined;
   const history = figureHistory(() => readFigures({ store: services.store, processors, charges: services.charges }), {
     onError: (err) => log?.warn({ error: { message: (err as Error).message } }, 'reading the figures failed'),
   });
@@ -27,8 +30,25 @@ export async function startOperations(services: Services, config: Pick<RastroCon
     start(logger: FastifyBaseLogger): void {
       log = logger;
       history.start();
+      stopAudits = startAudits(services, config, processors, logger);
     },
-    stop: () => history.stop(),
+    async stop() {
+      await Promise.all([history.stop(), stopAudits()]);
+    },
   };
   return operations;
+}
+
+/** serve's audits every RASTRO_AUDIT_INTERVAL_SECONDS (none when 0), their findings logged as a warning. */
+function startAudits(services: Services, config: Partial<Pick<RastroConfig, 'auditIntervalSeconds' | 'chargeDeadlineSeconds' | 'outboxRetentionDays'>>, processors: ReadonlyMap<string, Processor>, log: FastifyBaseLogger) {
+  if (!config.auditIntervalSeconds) return async () => undefined;
+  return startAuditSchedule(services.store, {
+    intervalSeconds: config.auditIntervalSeconds,
+    settings: auditSettings({ chargeDeadlineSeconds: config.chargeDeadlineSeconds ?? 120, outboxRetentionDays: config.outboxRetentionDays ?? 7 }, processors, services.charges),
+    onAudit: (report) => {
+      if (report.clean) log.info({ audit: report.id }, 'audit: clean');
+      else log.warn({ audit: report.id, findings: report.findings.length, checks: report.checks.filter((c) => c.findings > 0).map((c) => c.name) }, 'audit found something: see GET /ops/audit');
+    },
+    onError: (err) => log.warn({ error: { message: (err as Error).message } }, 'audit failed; trying again at the next interval'),
+  });
 }

@@ -43,7 +43,8 @@ interface RunRow {
   partitions: number;
 }
 
-function sourceOf(store: EventStore, source: string): RelaySource {
+/** What a relay run reads, from the `source` its run row records. */
+export function relaySourceOf(store: EventStore, source: string): RelaySource {
   if (source === 'outbox') return outboxSource(store.db, store.schema);
   if (source.startsWith('events:')) {
     const { types, streamPrefix, aggregateType } = JSON.parse(source.slice('events:'.length)) as Record<string, never>;
@@ -92,7 +93,7 @@ export function relayAdmin(store: EventStore) {
 
   /** Publishes the aggregate's parked messages in order, holding it; stops at the first the broker refuses again. */
   async function retryAggregate(found: { run_id: string; stream_id: string; source: string; processor: string }, publisher: Publisher, skip?: string) {
-    const source = sourceOf(store, found.source);
+    const source = relaySourceOf(store, found.source);
     const run = { sql, runId: found.run_id };
     let published = 0;
     return holdingParkedStream(db, sql, parkedHoldKey(store.schema, found.run_id), found.stream_id, async () => {
@@ -126,7 +127,7 @@ export function relayAdmin(store: EventStore) {
       const { rows } = await db.query<RunRow>(runsSql);
       return Promise.all(rows.map(async (row) => {
         const [{ pending, lagMs }, parked, counters] = await Promise.all([
-          sourceOf(store, row.source).pending(row.run_id, row.partitions),
+          relaySourceOf(store, row.source).pending(row.run_id, row.partitions),
           db.query<{ n: number }>(`select count(*)::int as n from ${s}.parked_events where run_id = $1`, [row.run_id]),
           db.query<{ name: RelayCounter; value: number }>(sql.counters, [row.run_id]),
         ]);

@@ -14,6 +14,9 @@ export interface RetentionOptions {
 
 const DAY_MS = 86_400_000;
 
+/** How often `serve` runs retention: a published message may outlive its days by this much. */
+export const RETENTION_INTERVAL_MS = 60 * 60 * 1000;
+
 function validateDays(days: unknown): number {
   if (!Number.isInteger(days) || (days as number) < 0 || (days as number) > 36_500) throw new ValidationError('days', 'must be a whole number of days from 0 to 36500');
   return days as number;

@@ -16,10 +16,11 @@ export const AGGREGATE_KEY = `(o.aggregate_type || ':' || o.aggregate_id)`;
 const outboxRowJson = (partitions: string) => `json_build_array(o.position, o.tx_order, o.id, o.aggregate_type, o.aggregate_id, o.type, o.payload,
       o.headers, o.traceparent, floor(extract(epoch from o.created_at) * 1000), ${AGGREGATE_KEY}, ${partitions})::text as message`;
 
-const relaysSql = (s: string) => `select run_id, partitions from ${s}.processor_runs where mode = 'relay' and source = 'outbox' and partitions is not null`;
+/** The outbox relay runs and their partition counts, as a CTE body. */
+export const relaysSql = (s: string) => `select run_id, partitions from ${s}.processor_runs where mode = 'relay' and source = 'outbox' and partitions is not null`;
 
 /** Message `o` is behind the checkpoint of its partition in every relay run of `relays`, and parked in none. */
-const publishedByEveryRelay = (s: string) => `not exists (select 1 from relays r where not exists (
+export const publishedByEveryRelay = (s: string) => `not exists (select 1 from relays r where not exists (
             select 1 from ${s}.processor_checkpoints c
             where c.run_id = r.run_id and c.partition = ${partitionOf(AGGREGATE_KEY, 'r.partitions')}
               and (o.tx_order, o.position) <= (c.tx_order, c.position)))

@@ -186,7 +186,8 @@ export function processingSql(s: string) {
       returning key`,
     listEffects: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, checks, check_after
       from ${s}.effects where ($1::text is null or state = $1) order by updated_at desc limit $2`,
-    resolveDone: `update ${s}.effects set state = 'done', error = null, checked_by = null, check_after = null, updated_at = now()
+    // A person's confirmation is the outcome: a JSON null result, as for a call that returned nothing.
+    resolveDone: `update ${s}.effects set state = 'done', result = coalesce(result, 'null'::jsonb), error = null, checked_by = null, check_after = null, updated_at = now()
       where key = $1 and state in ('uncertain', 'needs-review') returning key, event_id, effect_type, state, result, error`,
     resolveFailed: `update ${s}.effects set state = 'failed', error = $2, checked_by = null, check_after = null, updated_at = now()
       where key = $1 and state in ('uncertain', 'needs-review') returning key, event_id, effect_type, state, result, error`,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
+import { runAudit } from '../../src/audit/run-audit.js';
 import type { Charge, ChargeStatus } from '../../src/charges/charges.js';
 import { relayAdmin } from '../../src/outbox/relay-admin.js';
 import { reconcileEffects } from '../../src/processing/ledger/reconciler.js';
@@ -174,6 +175,9 @@ async function check(lane: Lane, received: Set<string> | undefined): Promise<Rec
   }
   const counts: Record<ChargeStatus, number> = { PENDING: 0, CAPTURED: 0, FAILED: 0, NEEDS_REVIEW: 0 };
   for (const charge of charges) counts[charge.status]++;
+  // The audit agrees: nothing lost, doubled or left behind, but the charges waiting for a person.
+  const audit = await runAudit(lane.store, { full: true, record: false });
+  expect(audit.findings.map((f) => `${f.check}/${f.kind}/${f.subject.id}`).sort()).toEqual(charges.filter((c) => c.status === 'NEEDS_REVIEW').map((c) => `charges/needs-review/${c.id}`).sort());
   return counts;
 }
 

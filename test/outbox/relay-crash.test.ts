@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
+import { runAudit } from '../../src/audit/run-audit.js';
 import { relayAdmin } from '../../src/outbox/relay-admin.js';
 import { createEventStore } from '../../src/store/event-store.js';
 import { DATABASE_URL, freshSchema, postgresBackend } from '../support/databases.js';
@@ -61,6 +62,8 @@ describe.skipIf(!postgres || !NATS_URL)('a relay killed with SIGKILL, on real Po
       }
       const check = checkDelivery(received, expected);
       expect(check.problems).toEqual([]);
+      // The audit agrees: every message published, in order per aggregate, nothing left behind.
+      expect((await runAudit(store, { full: true, record: false })).findings).toEqual([]);
       expect(check.unique).toBe(committed);
       const status = (await relayAdmin(store).status())[0]!;
       console.log(`relay crash trials: ${TRIALS}, killed after committing progress: ${killedWhilePublishing}, messages: ${committed}, republished after a kill and acked as duplicates: ${status.counters.duplicates ?? 0}`);

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAudit } from '../../src/audit/run-audit.js';
 import { commissionCents, commissionProcessor } from '../../src/demo/commission.js';
 import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -91,6 +92,10 @@ describe.skipIf(!postgres)('replay killed with SIGKILL on real PostgreSQL', () =
       }
       const expected = new Map(orders.map((o) => [o.orderId, { commissionCents: commissionCents(o.amountCents, o.percent), version: 1 }]));
       expect(await commissions(store)).toEqual(expected);
+      // The audit agrees: nothing lost or doubled; left behind only the notifications the kill made uncertain.
+      const audit = await runAudit(store, { full: true, record: false });
+      expect(audit.findings.map((f) => `${f.check}/${f.kind}/${f.subject.id}`).sort(), `trial ${trial}`)
+        .toEqual([...states].filter(([, state]) => state === 'uncertain').map(([key]) => `effects/uncertain/${key}`).sort());
       await db.query(`drop schema "${schema}" cascade`);
     }
     expect(killedAt).toHaveLength(TRIALS);
