@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -47,15 +47,31 @@ function upToDate() {
   }
 }
 
+/** Removes what the build did not write: the output of a deleted source must not linger and be imported. */
+function removeStale(emitted) {
+  for (const path of filesUnder(DIST)) if (!emitted.has(path)) rmSync(path);
+  for (const entry of readdirSync(DIST, { withFileTypes: true, recursive: true }).reverse()) {
+    const path = join(entry.parentPath ?? entry.path, entry.name);
+    if (entry.isDirectory() && readdirSync(path).length === 0) rmSync(path, { recursive: true });
+  }
+}
+
 function build() {
-  // A clean dist/: an output whose source was deleted must not linger and be imported.
-  rmSync(DIST, { recursive: true, force: true });
+  rmSync(STAMP, { force: true });
   const inputs = inputsDigest();
-  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
+  // dist/ is written over in place, never emptied first: a process started from it meanwhile
+  // (a test, a second start) still finds every file.
+  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--listEmittedFiles'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const emitted = new Set();
+  for (const line of tsc.stdout.split('\n')) {
+    if (line.startsWith('TSFILE: ')) emitted.add(resolve(line.slice('TSFILE: '.length)));
+    else if (line) console.log(line);
+  }
   if (tsc.status !== 0) {
     // No stamp: the next start tries again rather than serve a half-built dist/.
     process.exit(tsc.status ?? 1);
   }
+  removeStale(emitted);
   writeFileSync(STAMP, `${JSON.stringify({ inputs, outputs: outputsDigest() })}\n`);
 }
 
