@@ -113,6 +113,22 @@ export class DatabaseUnavailableError extends DatabaseError {
   }
 }
 
+/**
+ * The embedded database's folder is open in another process (a running `rastro serve` or
+ * `npm start`, say). PGlite runs the database inside the process that opens it, so a second
+ * process writing the same folder would corrupt it: it is refused instead.
+ */
+export class DatabaseInUseError extends RastroError {
+  readonly folder: string;
+  readonly pid: number;
+
+  constructor(folder: string, pid: number) {
+    super('RASTRO_DATABASE_IN_USE', `the embedded database in ${folder} is open in process ${pid} (a running rastro serve or npm start?): stop that process first, or use another folder (RASTRO_DATA_DIR)`);
+    this.folder = folder;
+    this.pid = pid;
+  }
+}
+
 /** The operation needs something that was closed or stopped. */
 export class ClosedError extends RastroError {
   constructor(what: string) {
