@@ -129,6 +129,16 @@ export class DatabaseInUseError extends RastroError {
   }
 }
 
+/**
+ * `rastro demo <story>` was asked to tell a story in a database where it was told already: it
+ * would meet its own first telling (the same orders, keys and runs) and tell something else.
+ */
+export class DemoAlreadyToldError extends RastroError {
+  constructor(story: string, dir: string) {
+    super('RASTRO_DEMO_ALREADY_TOLD', `the ${story} story was told in ${dir} already, and npm start shows it there; to tell it again, use another folder: rastro demo ${story} --data-dir <folder>`);
+  }
+}
+
 /** The operation needs something that was closed or stopped. */
 export class ClosedError extends RastroError {
   constructor(what: string) {
