@@ -9,8 +9,8 @@ let lastGood;
 let pageLoadedAt;
 const clock = (date) => date.toLocaleTimeString();
 
-/** An answer that says the server or its database is away, rather than that the request was wrong. */
-export const isOutage = (err) => !err.problem || err.problem.status === 0 || err.problem.status >= 500;
+/** An answer that says the server or its database is away (no answer, or a 5xx), rather than that the request was wrong. */
+export const isOutage = (err) => err.problem !== undefined && (err.problem.status === 0 || err.problem.status >= 500);
 
 /** A new page: nothing loaded on it yet, no error of the last one. */
 export function resetPage() {
