@@ -1,12 +1,13 @@
 // Calls the operations API with the key kept in sessionStorage; asks for it on a 401.
 const KEY = 'rastro.apiKey';
-let askForKey = async () => '';
+let askForKey = async () => null;
 
+/** `prompt(refused)` asks for the key: resolves it, or null when the person declined (Escape). */
 export function setKeyPrompt(prompt) {
   askForKey = prompt;
 }
 
-/** A problem+json answer, or a network failure, as an Error carrying the problem. */
+/** A problem+json answer, or a network failure (status 0), as an Error carrying the problem. */
 export class ApiError extends Error {
   constructor(problem) {
     super(problem.detail ?? problem.title ?? 'request failed');
@@ -15,20 +16,42 @@ export class ApiError extends Error {
 }
 
 let asking;
+// Declined once, the key is not asked for again by the pages' polling, only from the button the
+// page shows (askForKeyAgain).
+let declined = false;
+const keyNeeded = () => new ApiError({ status: 401, detail: 'this page needs the server\'s API key' });
 
-async function send(path, init, refused = false) {
+async function fetched(path, init) {
+  try {
+    return await fetch(path, init);
+  } catch {
+    throw new ApiError({ status: 0, detail: 'the server did not answer' });
+  }
+}
+
+async function send(path, init) {
   const key = sessionStorage.getItem(KEY);
   const headers = { accept: 'application/json, text/csv', ...(init.headers ?? {}) };
   if (key) headers.authorization = `Bearer ${key}`;
-  const res = await fetch(path, { ...init, headers });
-  if (res.status === 401) {
-    // One dialog for every request that needed the key at the same time.
-    asking ??= askForKey(refused || Boolean(key)).finally(() => (asking = undefined));
-    const entered = await asking;
-    if (entered) sessionStorage.setItem(KEY, entered);
-    return send(path, init, true);
+  const res = await fetched(path, { ...init, headers });
+  if (res.status !== 401) return res;
+  if (declined) throw keyNeeded();
+  // One dialog for every request that needed the key at the same time; "refused" only when a
+  // key was sent and the server said no.
+  asking ??= askForKey(Boolean(key)).finally(() => (asking = undefined));
+  const entered = await asking;
+  if (!entered) {
+    declined = true;
+    throw keyNeeded();
   }
-  return res;
+  sessionStorage.setItem(KEY, entered);
+  return send(path, init);
+}
+
+/** Asks for the key again (the person declined before), then loads the page again with it. */
+export function askForKeyAgain() {
+  declined = false;
+  window.dispatchEvent(new HashChangeEvent('hashchange'));
 }
 
 /** GET or POST a JSON document under /ops; throws {@link ApiError} with the problem on 4xx/5xx. */

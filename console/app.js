@@ -5,19 +5,22 @@ import { renderRuns } from './runs.js';
 import { renderDiff } from './diff.js';
 import { renderReview } from './review.js';
 import { renderAudit } from './audit.js';
-import { h } from './dom.js';
+import { clearAnnouncement, h } from './dom.js';
+import { failed, isOutage, resetPage } from './freshness.js';
 
 const main = document.getElementById('main');
 let stopPage = () => {};
 
-/** Asks for the API key in a dialog; resolves once one is entered. */
+/** Asks for the API key in a dialog; resolves the key entered, or null on Escape. */
 function promptForKey(refused) {
   const dialog = document.getElementById('key-dialog');
   const input = document.getElementById('key-input');
   document.getElementById('key-error').hidden = !refused;
   input.value = '';
   return new Promise((resolve) => {
-    dialog.addEventListener('close', () => resolve(input.value), { once: true });
+    let cancelled = false;
+    dialog.addEventListener('cancel', () => (cancelled = true), { once: true });
+    dialog.addEventListener('close', () => resolve(cancelled ? null : input.value), { once: true });
     dialog.showModal();
     input.focus();
   });
@@ -31,21 +34,35 @@ const routes = [
   { pattern: /^#\/audit$/, page: 'audit', render: (_m, root) => renderAudit(root) },
   { pattern: /^#\/overview$/, page: 'overview', render: (_m, root) => renderOverview(root) },
 ];
+// A page that could not even start (its first request failed) is loaded again after this long.
+const RETRY_MS = 10_000;
 
 async function route() {
   stopPage();
-  stopPage = () => {};
+  let stopped = false;
+  stopPage = () => (stopped = true);
+  clearAnnouncement();
+  resetPage();
   const hash = location.hash || '#/overview';
   const found = routes.find((r) => r.pattern.test(hash)) ?? routes[routes.length - 1];
   for (const link of document.querySelectorAll('nav a')) {
     if (link.dataset.page === found.page) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
-  main.replaceChildren();
+  // Each page renders into its own element: one still loading when the person moves on writes
+  // into an element no longer shown.
+  const root = h('div', { class: 'page' });
+  main.replaceChildren(h('div', { id: 'page-state' }), root);
   try {
-    stopPage = (await found.render(hash.match(found.pattern) ?? [], main)) ?? (() => {});
+    const stop = (await found.render(hash.match(found.pattern) ?? [], root)) ?? (() => {});
+    if (stopped) return stop();
+    stopPage = stop;
   } catch (err) {
-    main.replaceChildren(h('p', { class: 'error' }, `Could not load this page: ${err.message}`));
+    if (stopped) return;
+    failed(err);
+    if (!isOutage(err)) return;
+    const retry = setTimeout(route, RETRY_MS);
+    stopPage = () => clearTimeout(retry);
   }
 }
 

@@ -1,6 +1,7 @@
 // Audit: the latest audit's checks and findings, each finding linked to the row it names.
 import { api } from './api.js';
 import { h } from './dom.js';
+import { every } from './refresh.js';
 
 /** Where a finding's row is shown: a console page, or the API's own view of it. */
 function linkOf(subject) {
@@ -33,7 +34,7 @@ function checksTable(checks) {
     h('thead', {}, h('tr', {}, ['Check', 'What it proves', 'Examined', 'Findings', 'How'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, checks.map((c) => h('tr', { 'data-check': c.name },
       h('td', {}, c.name), h('td', {}, c.summary), h('td', {}, String(c.examined)),
-      h('td', {}, h('span', { class: c.findings > 0 ? 'badge uncertain' : 'badge done' }, String(c.findings))),
+      h('td', {}, h('span', { class: `badge ${c.findings > 0 ? 'tone-review' : 'tone-ok'}` }, String(c.findings))),
       h('td', {}, c.incremental ? 'since the last audit' : 'everything')))));
 }
 
@@ -46,7 +47,7 @@ function findingsTable(findings) {
       h('td', {}, f.detail), h('td', {}, f.action)))));
 }
 
-export async function renderAudit(root) {
+async function loadAudit(root) {
   const { audit, lastCleanAt } = await api('/ops/audit');
   const lastClean = h('p', {}, lastCleanAt ? `Last clean audit of every check: ${new Date(lastCleanAt).toLocaleString()}.` : 'No audit of every check has been clean yet.');
   if (!audit) {
@@ -60,4 +61,9 @@ export async function renderAudit(root) {
     h('h2', {}, 'Findings'), findingsTable(audit.findings),
     h('h2', {}, 'Checks'), checksTable(audit.checks),
   );
+}
+
+/** The latest audit, read again every 30 s while the page shows (serve may audit on a schedule). */
+export function renderAudit(root) {
+  return every(30_000, () => loadAudit(root));
 }

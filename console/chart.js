@@ -1,10 +1,14 @@
 // Line charts drawn as SVG: one chart per gauge, a line per label set.
 import { h, svg } from './dom.js';
+import { toneClass } from './status.js';
 
 const W = 340;
 const H = 120;
 const PAD = { left: 34, right: 8, top: 8, bottom: 18 };
-const COLORS = ['#1f6feb', '#d1242f', '#1a7f37', '#9a6700', '#8250df', '#bf3989', '#0a7ea4'];
+// A line that shows a status takes the status's colour; others (relays, processors, effect
+// types) take one of the series colours, none of which is a status colour.
+const SERIES = 5;
+const colourOf = (line, i) => (line.status === undefined ? `series-${i % SERIES}` : toneClass(line.status));
 
 function niceMax(value) {
   if (value <= 0) return 1;
@@ -15,7 +19,7 @@ function niceMax(value) {
 const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 const short = (n) => (n >= 10_000 ? `${Math.round(n / 1000)}k` : Number.isInteger(n) ? String(n) : n.toFixed(1));
 
-/** A chart of `lines` ({ label, values }) over `times` (epoch ms). */
+/** A chart of `lines` ({ label, values, status? }) over `times` (epoch ms). */
 export function lineChart(title, times, lines, metric) {
   const all = lines.flatMap((line) => line.values.filter((v) => v !== null));
   const max = niceMax(Math.max(0, ...all));
@@ -43,14 +47,12 @@ export function lineChart(title, times, lines, metric) {
     // A single sample is a dot, not an invisible line.
     if (line.values.filter((v) => v !== null).length === 1) {
       const j = line.values.findIndex((v) => v !== null);
-      chart.append(svg('circle', { cx: x(times[j]), cy: y(line.values[j]), r: 2.5, fill: COLORS[i % COLORS.length] }));
+      chart.append(svg('circle', { class: colourOf(line, i), cx: x(times[j]), cy: y(line.values[j]), r: 2.5 }));
     }
-    chart.append(svg('path', { d, fill: 'none', stroke: COLORS[i % COLORS.length], 'stroke-width': 1.8, 'stroke-linejoin': 'round' }));
+    chart.append(svg('path', { class: `line ${colourOf(line, i)}`, 'data-line': line.label, d, 'stroke-width': 1.8, 'stroke-linejoin': 'round' }));
   });
   const legend = h('ul', { class: 'legend' }, lines.map((line, i) => {
-    const swatch = h('i');
-    swatch.style.background = COLORS[i % COLORS.length];
-    return h('li', {}, swatch, `${line.label} `, h('strong', {}, last[i] === undefined ? '—' : short(last[i])));
+    return h('li', { 'data-line': line.label }, h('i', { class: colourOf(line, i) }), `${line.label} `, h('strong', {}, last[i] === undefined ? '—' : short(last[i])));
   }));
   return h('figure', { class: 'chart', 'data-metric': metric }, h('h3', {}, title), metric ? h('p', { class: 'metric' }, h('code', {}, metric)) : null, chart, legend);
 }

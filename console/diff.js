@@ -1,6 +1,7 @@
 // The diff of a simulate run: per key before → after, totals, a filter, CSV export.
 import { api } from './api.js';
 import { announce, h, json } from './dom.js';
+import { reloadPage } from './refresh.js';
 
 const PAGE = 50;
 
@@ -9,7 +10,7 @@ export async function renderDiff(root, runId) {
   const state = { projection: '', key: '', offset: 0 };
   const totals = h('div', { class: 'cards', id: 'diff-totals' });
   const table = h('div', { id: 'diff-rows' });
-  const pager = h('div', { class: 'pager' });
+  const pager = h('div', { class: 'pager', id: 'diff-pager' });
   const projection = h('select', { id: 'diff-projection', name: 'projection' }, h('option', { value: '' }, 'all'));
   const key = h('input', { id: 'diff-key', name: 'key', type: 'search', placeholder: 'text in the key' });
   const filter = h('form', { class: 'inline', role: 'search', 'aria-label': 'Filter the diff' },
@@ -64,9 +65,9 @@ export async function renderDiff(root, runId) {
           h('td', {}, h('pre', {}, json(row.after))))))));
     const last = Math.min(state.offset + PAGE, page.matching);
     pager.replaceChildren(
-      h('button', { type: 'button', disabled: state.offset === 0, onclick: () => { state.offset = Math.max(0, state.offset - PAGE); load(); } }, 'Previous'),
+      h('button', { type: 'button', disabled: state.offset === 0, onclick: () => { state.offset = Math.max(0, state.offset - PAGE); reloadPage(load); } }, 'Previous'),
       h('span', { 'aria-live': 'polite', id: 'diff-range' }, page.matching === 0 ? '0 keys' : `${state.offset + 1}–${last} of ${page.matching} keys`),
-      h('button', { type: 'button', disabled: last >= page.matching, onclick: () => { state.offset += PAGE; load(); } }, 'Next'));
+      h('button', { type: 'button', disabled: last >= page.matching, onclick: () => { state.offset += PAGE; reloadPage(load); } }, 'Next'));
   }
 
   filter.addEventListener('submit', (event) => {
@@ -74,7 +75,7 @@ export async function renderDiff(root, runId) {
     state.projection = projection.value;
     state.key = key.value.trim();
     state.offset = 0;
-    load();
+    reloadPage(load);
   });
   await load();
 }

@@ -10,7 +10,14 @@ export function h(tag, attributes = {}, ...children) {
     else element.setAttribute(name, String(value));
   }
   element.append(...children.flat().filter((child) => child !== null && child !== undefined && child !== false).map((child) => (child instanceof Node ? child : String(child))));
+  if (tag === 'table') labelCells(element);
   return element;
+}
+
+/** Each cell carries its column's heading, which narrow screens show beside it (a row becomes a card). */
+function labelCells(table) {
+  const headings = [...table.querySelectorAll('thead th')].map((th) => th.textContent);
+  for (const row of table.querySelectorAll('tbody tr')) [...row.children].forEach((cell, i) => (cell.dataset.label = headings[i] ?? ''));
 }
 
 export function svg(tag, attributes = {}, ...children) {
@@ -20,25 +27,40 @@ export function svg(tag, attributes = {}, ...children) {
   return element;
 }
 
-/** Shows a short message in the status region (read by screen readers). */
+let announced;
+
+/**
+ * Shows a short message in the status region under the header (read by screen readers): one at a
+ * time, in the page's flow so it never covers a button, gone after 8 s or on another page.
+ */
 export function announce(text, kind = 'info') {
-  const region = document.getElementById('status');
+  clearAnnouncement();
   const message = h('p', { class: kind }, text);
-  region.append(message);
-  setTimeout(() => message.remove(), 8000);
+  document.getElementById('status').append(message);
+  announced = setTimeout(clearAnnouncement, 8000);
 }
 
-/** Asks to confirm an action in a modal dialog; resolves true on Confirm. */
-export function confirmAction(title, text, okLabel = 'Confirm') {
+export function clearAnnouncement() {
+  clearTimeout(announced);
+  document.getElementById('status').replaceChildren();
+}
+
+/**
+ * Asks to confirm an action in a modal dialog; resolves true on Confirm. A `destructive` action
+ * (one that gives something up for good) starts on Cancel, so a stray Enter changes nothing.
+ */
+export function confirmAction(title, text, okLabel = 'Confirm', { destructive = false } = {}) {
   const dialog = document.getElementById('confirm-dialog');
+  const ok = document.getElementById('confirm-ok');
   document.getElementById('confirm-title').textContent = title;
   document.getElementById('confirm-text').textContent = text;
-  document.getElementById('confirm-ok').textContent = okLabel;
+  ok.textContent = okLabel;
+  ok.classList.toggle('danger', destructive);
   return new Promise((resolve) => {
     dialog.addEventListener('close', () => resolve(dialog.returnValue === 'ok'), { once: true });
     dialog.returnValue = '';
     dialog.showModal();
-    document.getElementById('confirm-ok').focus();
+    (destructive ? dialog.querySelector('button[value="cancel"]') : ok).focus();
   });
 }
 
@@ -52,22 +74,4 @@ export function seconds(value) {
   if (value < 1) return `${Math.round(value * 1000)} ms`;
   if (value < 120) return `${value.toFixed(1)} s`;
   return `${Math.round(value / 60)} min`;
-}
-
-/** Polls `fn` every `ms` while the page shows; returns the stop function. */
-export function every(ms, fn) {
-  let stopped = false;
-  let timer;
-  const tick = async () => {
-    try {
-      await fn();
-    } finally {
-      if (!stopped) timer = setTimeout(tick, ms);
-    }
-  };
-  tick();
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
 }

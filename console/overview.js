@@ -1,7 +1,8 @@
 // Overview: the figures now, and their last hour as charts.
 import { api } from './api.js';
 import { lineChart } from './chart.js';
-import { every, h, seconds } from './dom.js';
+import { h, seconds } from './dom.js';
+import { every } from './refresh.js';
 
 function card(id, label, value, sub, alert = false) {
   return h('div', { class: `card${alert ? ' alert' : ''}`, 'data-figure': id },
@@ -39,7 +40,9 @@ function charts(timeline) {
   const byName = new Map();
   for (const series of timeline.series) {
     if (!byName.has(series.name)) byName.set(series.name, { help: series.help, lines: [] });
-    byName.get(series.name).lines.push({ label: labelOf(series.labels), values: series.values });
+    // A series by state or status is drawn in that status's colour.
+    const status = series.labels.state ?? series.labels.status;
+    byName.get(series.name).lines.push({ label: labelOf(series.labels), values: series.values, status });
   }
   if (byName.size === 0) return h('p', { class: 'empty' }, 'No samples yet: the server samples the figures every 10 s.');
   return h('div', { class: 'charts' }, [...byName.entries()].map(([name, { help, lines }]) => lineChart(help, timeline.times, lines, name)));
@@ -53,6 +56,5 @@ export async function renderOverview(root) {
     const [figures, timeline] = await Promise.all([api('/ops/figures'), api('/ops/figures/timeline')]);
     now.replaceChildren(now.firstChild, cards(figures));
     hour.replaceChildren(hour.firstChild, charts(timeline));
-    document.getElementById('updated').textContent = `updated ${new Date(figures.at).toLocaleTimeString()}`;
   });
 }

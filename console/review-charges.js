@@ -4,6 +4,7 @@
 import { act, time } from './actions.js';
 import { api } from './api.js';
 import { h } from './dom.js';
+import { badge } from './status.js';
 
 export const CAPTURE_EFFECT = 'charge.capture';
 const STATUS_OF_STATE = { reserved: 'PENDING', uncertain: 'PENDING', done: 'CAPTURED', failed: 'FAILED', 'needs-review': 'NEEDS_REVIEW' };
@@ -31,6 +32,7 @@ export function chargesTable(charges, reload) {
       ? `Mark charge ${charge.id} (${amount(charge)}, customer ${charge.customerId}, key ${charge.idempotencyKey}) as CAPTURED? Do this only when the acquirer shows the capture: ChargeCaptured is published and nothing captures again.`
       : `Mark charge ${charge.id} (${amount(charge)}, customer ${charge.customerId}, key ${charge.idempotencyKey}) as FAILED? Do this only when the acquirer shows no capture for the key: ChargeFailed is published and it is never captured again.`,
     okLabel: as === 'done' ? 'Mark captured' : 'Mark not captured',
+    destructive: as === 'failed',
     request: () => api(`/ops/effects/${encodeURIComponent(`charge:${charge.id}`)}/resolve`, { method: 'POST', body: { as } }),
     describe: (r) => `Charge ${charge.id}: ${STATUS_OF_STATE[r.before]} → ${STATUS_OF_STATE[r.after]}`,
   });
@@ -38,7 +40,7 @@ export function chargesTable(charges, reload) {
     h('thead', {}, h('tr', {}, ['Charge', 'Amount', 'Customer', 'Idempotency key', 'Status', 'Reason', 'Since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, charges.map((c) => h('tr', { 'data-charge': c.id },
       h('td', {}, h('code', {}, c.id)), h('td', { class: 'num' }, amount(c)), h('td', {}, c.customerId), h('td', {}, h('code', {}, c.idempotencyKey)),
-      h('td', {}, h('span', { class: `badge ${c.status === 'NEEDS_REVIEW' ? 'failed' : ''}` }, c.status)), h('td', {}, c.reason ?? '—'), h('td', {}, time(c.updatedAt)),
+      h('td', {}, badge(c.status)), h('td', {}, c.reason ?? '—'), h('td', {}, time(c.updatedAt)),
       h('td', {}, h('div', { class: 'row-actions' },
         h('button', { type: 'button', onclick: (ev) => resolve(c, 'done', ev.currentTarget) }, 'Confirm captured'),
         h('button', { type: 'button', class: 'danger', onclick: (ev) => resolve(c, 'failed', ev.currentTarget) }, 'Confirm not captured')))))));

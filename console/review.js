@@ -2,7 +2,9 @@
 // parked events and outbox messages to retry or skip.
 import { act, time } from './actions.js';
 import { api } from './api.js';
-import { every, h } from './dom.js';
+import { h } from './dom.js';
+import { every } from './refresh.js';
+import { badge } from './status.js';
 import { CAPTURE_EFFECT, chargesTable, chargesToReview } from './review-charges.js';
 
 function effectsTable(effects, reload) {
@@ -14,6 +16,7 @@ function effectsTable(effects, reload) {
       ? `Mark ${effect.effectType} of event ${effect.eventId} as done? Do this only when you checked with the provider that it happened: it will never be called again.`
       : `Release ${effect.effectType} of event ${effect.eventId}? The next run that reaches the event calls the provider again: do this only when you checked that it did not happen.`,
     okLabel: as === 'done' ? 'Mark done' : 'Release',
+    destructive: as === 'retry',
     request: () => api(`/ops/effects/${encodeURIComponent(effect.key)}/resolve`, { method: 'POST', body: { as } }),
     describe: (r) => `Effect ${r.key}: ${r.before} → ${r.after}`,
   });
@@ -21,7 +24,7 @@ function effectsTable(effects, reload) {
     h('thead', {}, h('tr', {}, ['Effect', 'Event', 'Run', 'State', 'Error', 'Since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, effects.map((e) => h('tr', { 'data-effect': e.key },
       h('td', {}, h('code', {}, e.effectType)), h('td', {}, h('code', {}, e.eventId)), h('td', {}, e.runId),
-      h('td', {}, h('span', { class: 'badge uncertain' }, e.state)), h('td', {}, e.error ?? '—'), h('td', {}, time(e.updatedAt)),
+      h('td', {}, badge(e.state)), h('td', {}, e.error ?? '—'), h('td', {}, time(e.updatedAt)),
       h('td', {}, h('div', { class: 'row-actions' },
         h('button', { type: 'button', onclick: (ev) => resolve(e, 'done', ev.currentTarget) }, 'Confirm it happened'),
         // Only an event's effect can be released: one made on a request's path is refused.
@@ -38,6 +41,7 @@ function parkedTable(rows, kind, reload) {
       ? `Run ${kind === 'event' ? `stream ${row.streamId}` : `aggregate ${row.aggregateKey}`} again from its first parked ${kind}, in order?`
       : `Give up on ${kind} ${idOf(row)} (it will never be ${kind === 'event' ? 'handled' : 'published'}) and retry the rest of its ${kind === 'event' ? 'stream' : 'aggregate'}?`,
     okLabel: action === 'retry' ? 'Retry' : 'Skip it',
+    destructive: action === 'skip',
     request: () => api(kind === 'event' ? `/ops/parked-events/${idOf(row)}/${action}` : `/ops/outbox/parked/${idOf(row)}/${action}`, { method: 'POST', body: {} }),
     describe: (r) => `${action === 'retry' ? 'Retried' : 'Skipped'} ${kind} ${idOf(row)}: ${r.handled ?? r.published} ${kind === 'event' ? 'handled' : 'published'}, ${r.stillParked} still parked`,
   });
@@ -45,7 +49,7 @@ function parkedTable(rows, kind, reload) {
     h('thead', {}, h('tr', {}, [kind === 'event' ? 'Processor' : 'Relay', kind === 'event' ? 'Stream' : 'Aggregate', 'Id', 'Reason', 'Error', 'Since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, rows.map((row) => h('tr', { [`data-parked-${kind}`]: idOf(row) },
       h('td', {}, row.processor ?? row.relay), h('td', {}, h('code', {}, row.streamId ?? row.aggregateKey)), h('td', {}, h('code', {}, idOf(row))),
-      h('td', {}, h('span', { class: `badge ${row.reason === 'failed' ? 'failed' : ''}` }, row.reason)), h('td', {}, row.error ?? '—'), h('td', {}, time(row.parkedAt)),
+      h('td', {}, badge(row.reason)), h('td', {}, row.error ?? '—'), h('td', {}, time(row.parkedAt)),
       h('td', {}, h('div', { class: 'row-actions' },
         h('button', { type: 'button', onclick: (ev) => run(row, 'retry', ev.currentTarget) }, 'Retry'),
         h('button', { type: 'button', class: 'danger', onclick: (ev) => run(row, 'skip', ev.currentTarget) }, 'Skip')))))));

@@ -1,6 +1,9 @@
 // Replay runs: progress and counters while they go; start a simulate run, then the real one.
 import { api } from './api.js';
-import { announce, confirmAction, every, h, seconds } from './dom.js';
+import { confirmAction, h, seconds } from './dom.js';
+import { isOutage, showOutage } from './freshness.js';
+import { every, reloadPage } from './refresh.js';
+import { badge } from './status.js';
 
 function progressCell(run) {
   if (run.mode === 'live') return h('span', { class: 'muted' }, `live · ${run.lag.events} behind (${seconds(run.lag.seconds)})`);
@@ -13,7 +16,7 @@ function progressCell(run) {
 
 function statusBadge(run) {
   const state = run.job?.state === 'failed' ? 'failed' : run.status;
-  return h('span', { class: `badge ${state}` }, state, run.job?.error ? ` — ${run.job.error}` : '');
+  return badge(state, run.job?.error ? ` — ${run.job.error}` : '');
 }
 
 function runsTable(runs) {
@@ -43,13 +46,15 @@ function startForm(processors, onStarted) {
     field('replay-from', 'Events from (local time)', from), field('replay-to', 'Events before', to),
     h('div', { class: 'check' }, simulate, h('label', { for: 'replay-simulate' }, 'Simulate: record a diff, call nothing')),
     field('replay-policy', 'Effect policy (JSON)', policy), submit);
+  // What happened shows in one place, under the form (and is read out: it is a live region).
+  const say = (text, kind = 'muted') => Object.assign(document.getElementById('runs-result'), { className: kind, textContent: text });
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     let parsedPolicy;
     try {
       parsedPolicy = JSON.parse(policy.value || '{}');
     } catch {
-      announce('The policy is not valid JSON.', 'error');
+      say('The policy is not valid JSON.', 'error');
       policy.focus();
       return;
     }
@@ -58,20 +63,20 @@ function startForm(processors, onStarted) {
     if (from.value) body.from = new Date(from.value).toISOString();
     if (to.value) body.to = new Date(to.value).toISOString();
     const what = simulate.checked ? 'a simulate run (no state written, no effect called)' : 'a REAL replay: it writes state and calls providers by the policy';
-    if (!(await confirmAction(simulate.checked ? 'Start simulate run' : 'Start real run', `Start ${what} of ${body.processor}${from.value || to.value ? ` over ${from.value || 'the start'} → ${to.value || 'now'}` : ' over the whole log'}?`, 'Start'))) return;
+    const over = from.value || to.value ? ` over ${from.value || 'the start'} → ${to.value || 'now'}` : ' over the whole log';
+    // A real run writes state and calls providers: its dialog starts on Cancel.
+    if (!(await confirmAction(simulate.checked ? 'Start simulate run' : 'Start real run', `Start ${what} of ${body.processor}${over}?`, 'Start', { destructive: !simulate.checked }))) return;
     submit.disabled = true;
     try {
       const started = await api('/ops/replays', { method: 'POST', body });
-      announce(`Started run ${started.runId}`);
-      document.getElementById('runs-result').textContent = `Started run ${started.runId}.`;
-      await onStarted();
+      say(`Started run ${started.runId}.`);
     } catch (err) {
+      if (isOutage(err)) showOutage(err);
       const field = err.problem?.field ? ` (${err.problem.field})` : '';
-      announce(`Not started${field}: ${err.message}`, 'error');
-      document.getElementById('runs-result').textContent = `Not started${field}: ${err.message}`;
-    } finally {
-      submit.disabled = false;
+      say(`Not started${field}: ${err.message}`, 'error');
     }
+    submit.disabled = false;
+    await reloadPage(onStarted);
   });
   return form;
 }

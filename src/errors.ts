@@ -113,6 +113,32 @@ export class DatabaseUnavailableError extends DatabaseError {
   }
 }
 
+/**
+ * The embedded database's folder is open in another process (a running `rastro serve` or
+ * `npm start`, say). PGlite runs the database inside the process that opens it, so a second
+ * process writing the same folder would corrupt it: it is refused instead.
+ */
+export class DatabaseInUseError extends RastroError {
+  readonly folder: string;
+  readonly pid: number;
+
+  constructor(folder: string, pid: number) {
+    super('RASTRO_DATABASE_IN_USE', `the embedded database in ${folder} is open in process ${pid} (a running rastro serve or npm start?): stop that process first, or use another folder (RASTRO_DATA_DIR)`);
+    this.folder = folder;
+    this.pid = pid;
+  }
+}
+
+/**
+ * `rastro demo <story>` was asked to tell a story in a database where it was told already: it
+ * would meet its own first telling (the same orders, keys and runs) and tell something else.
+ */
+export class DemoAlreadyToldError extends RastroError {
+  constructor(story: string, dir: string) {
+    super('RASTRO_DEMO_ALREADY_TOLD', `the ${story} story was told in ${dir} already, and npm start shows it there; to tell it again, use another folder: rastro demo ${story} --data-dir <folder>`);
+  }
+}
+
 /** The operation needs something that was closed or stopped. */
 export class ClosedError extends RastroError {
   constructor(what: string) {

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite } from '@electric-sql/pglite';
 import { assertChannelName, type Database, type QueryResult, type Transaction } from './database.js';
 import { toDatabaseError } from './database-error.js';
+import { lockDataDir } from './data-dir-lock.js';
 
 async function run<Row>(target: Pick<PGlite, 'query'>, text: string, values?: readonly unknown[]): Promise<QueryResult<Row>> {
   try {
@@ -27,10 +28,14 @@ function refuseNestedUse(): void {
 
 /**
  * A {@link Database} on embedded PGlite. `dataDir` is a folder to persist to, or `memory://`.
- * PGlite has one connection: transactions and queries take turns.
+ * PGlite has one connection: transactions and queries take turns. A folder is open in one
+ * process at a time (see {@link lockDataDir}).
  */
 export async function openPglite(dataDir: string): Promise<Database> {
+  // memory:// (and any other scheme) lives in this process only: nothing to share.
+  const unlock = /^\w+:\/\//.test(dataDir) ? () => undefined : lockDataDir(dataDir);
   const pglite = await PGlite.create(dataDir).catch((err: unknown) => {
+    unlock();
     throw toDatabaseError(err);
   });
   return {
@@ -73,7 +78,11 @@ export async function openPglite(dataDir: string): Promise<Database> {
       };
     },
     async close() {
-      if (!pglite.closed) await pglite.close();
+      try {
+        if (!pglite.closed) await pglite.close();
+      } finally {
+        unlock();
+      }
     },
   };
 }

@@ -106,12 +106,17 @@ async function reconcileIn(dataDir: string, acquirerUrl: string, chargeId: strin
   }
 }
 
+/** The Idempotency-Key of the story's first charge, the one whose process is killed. */
+export const KILLED_CHARGE_KEY = '7f3a9c1e-2b4d-4f60-9a71-0c5e8d2b3a44';
+/** The second charge's key: the acquirer never says whether it captured. */
+const UNKNOWN_CHARGE_KEY = 'c0ffee00-0000-4000-8000-000000000002';
+
 function cents(amount: number, currency: string): string {
   return `${(amount / 100).toFixed(2)} ${currency}`;
 }
 
 /**
- * Seed 002's story on the embedded database: a charge captured at the acquirer whose API process
+ * The charge story on the embedded database: a charge captured at the acquirer whose API process
  * is SIGKILLed before it writes the outcome; the client's retry answered 202; reconciliation
  * finding the capture; the outbox events published; and a charge the acquirer cannot account
  * for, asked with backoff until it goes to review.
@@ -122,10 +127,11 @@ export async function runChargeStory(options: ChargeStoryOptions): Promise<Charg
   let serve: Serve | undefined;
   try {
     serve = await startServe(options.dataDir, acquirer.url);
-    log(`rastro serve on ${serve.url}, acquirer fake on ${acquirer.url}; deadline 2 s, review after 6 s`);
+    log('A shop charges its customers\' cards through rastro\'s API, which asks the card acquirer to capture the money.');
+    log('A charge still PENDING after 2 s is looked up at the acquirer; one the acquirer cannot account for after 6 s goes to a person.\n');
 
     // 1. The capture passes, and the process dies before it writes the outcome.
-    const key = '7f3a9c1e-2b4d-4f60-9a71-0c5e8d2b3a44';
+    const key = KILLED_CHARGE_KEY;
     const body = { amountCents: 25_000, customerId: 'customer-42', currency: 'BRL' };
     const victim = serve;
     let capturedAt: string | undefined;
@@ -141,15 +147,16 @@ export async function runChargeStory(options: ChargeStoryOptions): Promise<Charg
     const lost = await post(serve.url, key, body).catch((err: unknown) => err as Error);
     await killed;
     await serve.exited;
-    log(`1. POST /charges (Idempotency-Key ${key.slice(0, 8)}…): the acquirer captured ${cents(body.amountCents, body.currency)} (${capturedAt}),`);
-    log(`   then the API process was killed with SIGKILL before writing the outcome; the client got ${lost instanceof Error ? 'no answer' : `HTTP ${lost.status}`}`);
+    log(`1. Customer customer-42 is charged ${cents(body.amountCents, body.currency)} (POST /charges, Idempotency-Key ${key.slice(0, 8)}…). The acquirer captures the money (${capturedAt}),`);
+    log(`   and the API process is killed (SIGKILL) before it writes down that it did; the shop got ${lost instanceof Error ? 'no answer' : `HTTP ${lost.status}`}. The charge was written PENDING before the call.`);
 
     // 2. Restart; the client retries with its key. (This server does not reconcile, so the
     // retry meets the charge as the dead process left it.)
     serve = await startServe(options.dataDir, acquirer.url, { reconcile: false });
     const retry = await post(serve.url, key, body);
     const requests = acquirer.requestsFor.get(key)?.captures ?? 0;
-    log(`2. after a restart the client retries with the same key: HTTP ${retry.status}, ${retry.charge?.status}; the acquirer received ${requests} capture request(s) for the key, not a blind second one`);
+    log(`2. The API is restarted and the shop retries with the same key: HTTP ${retry.status}, ${retry.charge?.status}. The card is not charged a second time:`);
+    log(`   the acquirer received ${requests} capture request for the key in all`);
     serve.child.kill('SIGTERM');
     await serve.exited;
     serve = undefined;
@@ -157,18 +164,20 @@ export async function runChargeStory(options: ChargeStoryOptions): Promise<Charg
     // 3. Reconciliation (what `rastro reconcile` runs), past the deadline, asks the acquirer.
     const id = retry.charge!.id;
     const reconciled = await reconcileIn(options.dataDir, acquirer.url, id);
-    log(`3. rastro reconcile, with the charge PENDING past the 2 s deadline, asked the acquirer by key: captured → ${reconciled.status} (${reconciled.captureId}), with ChargeCaptured in the same transaction`);
+    log(`3. Past its 2 s deadline, reconciliation (rastro reconcile) asks the acquirer about the key: captured. The charge is now ${reconciled.status} (${reconciled.captureId}),`);
+    log('   and its ChargeCaptured event is written with it, for the shop\'s other systems');
     serve = await startServe(options.dataDir, acquirer.url);
 
     // 4. A capture the acquirer cannot account for: "unknown", asked again with backoff, then review.
-    const unknownKey = 'c0ffee00-0000-4000-8000-000000000002';
+    const unknownKey = UNKNOWN_CHARGE_KEY;
     acquirer.faultsFor.set(unknownKey, ['capture-then-timeout']);
     acquirer.unknownLookups.set(unknownKey, 1_000_000);
     const started = await post(serve.url, unknownKey, { amountCents: 9_990, customerId: 'customer-7', currency: 'BRL' });
-    log(`4. another charge: the acquirer captured it but never answered; after the 1 s timeout: HTTP ${started.status}, ${started.charge?.status} (never FAILED on a timeout)`);
+    log(`4. Customer customer-7 is charged 99.90 BRL; the acquirer captures it but never answers. After the 1 s timeout: HTTP ${started.status}, ${started.charge?.status}`);
+    log('   (a timeout is never taken for a failure: the money may have moved)');
     const unknown = await until(async () => (await (await fetch(`${serve!.url}/charges/${started.charge!.id}`)).json()) as Charge, (charge) => charge.status !== 'PENDING', 20_000);
     const lookups = acquirer.requestsFor.get(unknownKey)?.lookups ?? 0;
-    log(`   the acquirer answered "unknown" to ${lookups} lookup(s), each after a longer wait; past the 6 s business deadline: ${unknown.status} (${unknown.reason})`);
+    log(`   Asked ${lookups} times, each after a longer wait, the acquirer keeps answering "unknown"; past the 6 s deadline the charge is ${unknown.status}: ${unknown.reason}`);
 
     // 5. The outbox: every event of both charges, published by serve's relay.
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -181,8 +190,8 @@ export async function runChargeStory(options: ChargeStoryOptions): Promise<Charg
       const { rows } = await db.query<{ aggregate_id: string; type: string }>(`select aggregate_id, type from rastro.outbox where aggregate_type = 'charge' order by position`);
       const [status] = await relayAdmin(store).status();
       const messages = rows.map((row) => ({ chargeId: row.aggregate_id, type: row.type }));
-      log(`5. outbox: ${messages.map((m) => `${m.type} (${m.chargeId === id ? 'first' : 'second'} charge)`).join(', ')}; the relay left ${status?.pending ?? 0} unpublished`);
-      log(`6. result: ${acquirer.captured().length} capture(s) at the acquirer, each with exactly one local charge: one CAPTURED, and one the acquirer cannot account for, waiting for a person instead of a guess`);
+      log(`5. The events told to the shop's other systems, in order: ${messages.map((m) => `${m.type} (${m.chargeId === id ? 'first' : 'second'} charge)`).join(', ')}; ${status?.pending ?? 0} left unpublished`);
+      log(`6. Result: ${acquirer.captured().length} captures at the acquirer, each with exactly one charge here: one CAPTURED, and one waiting for a person to look it up at the acquirer instead of a guess`);
       return {
         killed: retry.charge!,
         capturedKeys: acquirer.captured().map((capture) => capture.key),

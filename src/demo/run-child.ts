@@ -1,7 +1,8 @@
 /**
  * A commission processor in a process of its own, for the demo and the crash tests to kill.
  * Configured by environment: RASTRO_DATABASE (postgres:// URL or PGlite folder), RASTRO_SCHEMA,
- * SELLER_URL, FINANCE_URL (optional), DIVISOR, and MODE=live or MODE=replay with RUN_ID.
+ * SELLER_URL, FINANCE_URL (optional), DIVISOR, BATCH_SIZE, EFFECT_CONCURRENCY, and MODE=live or
+ * MODE=replay with RUN_ID.
  */
 import { openDatabase } from '../db/open-database.js';
 import { runLive } from '../processing/live-runner.js';
@@ -20,12 +21,13 @@ const policy = {
   [NOTIFY_FINANCE]: { mode: 'apply', onFailure: 'release' },
 } as const;
 const batchSize = Number(env.BATCH_SIZE ?? 5);
+const effectConcurrency = Number(env.EFFECT_CONCURRENCY ?? 2);
 
 if (env.MODE === 'live') {
-  await runLive(processor, { store, policy, batchSize, pollIntervalMs: 50, effectConcurrency: 2 });
+  await runLive(processor, { store, policy, batchSize, pollIntervalMs: 50, effectConcurrency });
   process.stdout.write('ready\n');
 } else {
-  await runReplay(processor, { store, runId: env.RUN_ID!, policy, batchSize, effectConcurrency: 2 });
+  await runReplay(processor, { store, runId: env.RUN_ID!, policy, batchSize, effectConcurrency });
   await db.close();
   process.stdout.write('done\n');
 }

@@ -8,6 +8,11 @@ export interface SellerNotifierBehaviour {
   failNext?: { when: 'before-send' | 'after-send'; count: number };
   /** Delay each response, in milliseconds. */
   delayMs?: number;
+  /**
+   * Once this many notifications were sent, hold every further request open without sending it
+   * or answering (a provider that hangs); `undefined` again answers the requests that come next.
+   */
+  holdAfter?: number;
 }
 
 export interface SentNotification {
@@ -23,6 +28,8 @@ export interface SentNotification {
  */
 export async function startSellerNotifier(behaviour: SellerNotifierBehaviour) {
   const sent: SentNotification[] = [];
+  /** Keys of the requests held open by `holdAfter`, never sent. */
+  const held: (string | undefined)[] = [];
   const seenKeys = new Set<string>();
   const state = { ...behaviour };
 
@@ -50,6 +57,10 @@ export async function startSellerNotifier(behaviour: SellerNotifierBehaviour) {
     }
     const body = JSON.parse(await read(request)) as { orderId: string; commissionCents: number };
     const key = request.headers['idempotency-key'] as string | undefined;
+    if (state.holdAfter !== undefined && sent.length >= state.holdAfter) {
+      held.push(key);
+      return;
+    }
     if (state.delayMs) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
     const failure = state.failNext && state.failNext.count > 0 ? state.failNext : undefined;
     if (failure) failure.count--;
@@ -73,8 +84,13 @@ export async function startSellerNotifier(behaviour: SellerNotifierBehaviour) {
   return {
     url,
     sent,
+    held,
     behaviour: state,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => new Promise<void>((resolve) => {
+      // A held request would keep close() waiting for ever.
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
   };
 }
 

@@ -6,9 +6,11 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
 
 /**
  * Paths served without the key: the probes of load balancers and orchestrators, which carry no
- * key, and the console's static files (it asks for the key, then sends it to /ops).
+ * key; the console's static files (it asks for the key, then sends it to /ops); and the API's
+ * description (/openapi.json, the /docs page), which holds no data: its "Authorize" button
+ * takes the key, which "Try it out" then sends, since the document declares the bearer scheme.
  */
-const PUBLIC_PATHS = ['/healthz', '/readyz', '/console'];
+const PUBLIC_PATHS = ['/healthz', '/readyz', '/console', '/docs', '/openapi.json'];
 
 /** Whether a path (a URL or a route pattern) is served without the API key. */
 export function isPublicPath(url: string): boolean {

@@ -2,7 +2,9 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/open-database.js';
 import { startProviderFake, type ProviderFake } from '../../src/intake/provider-fake.js';
+import { createServices } from '../../src/server.js';
 import { runRastro } from '../support/cli.js';
 
 
@@ -60,12 +62,36 @@ describe('the order commands on the embedded database', () => {
     expect(reset.stdout).toMatch(/reprocess reprocess-\S+: 2 events/);
   });
 
-  it('tells the order story end to end with one alert, for the real cancellation', async () => {
-    const result = await rastro(['demo', 'orders']);
+  it('tells the order story with one alert, for the real cancellation, in the folder the server serves', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'rastro-orders-demo-'));
+    const told = (args: string[] = []) => runRastro(['demo', 'orders', ...args], { DATABASE_URL: '', RASTRO_DATA_DIR: folder, PORT: '4321' });
+    const result = await told();
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain('state: received, confirmed, paidAt 2026-09-04T18:17:05.877Z, alerts 0');
+    expect(result.stdout).toContain(`The order story, told in the embedded database in ${folder}`);
+    expect(result.stdout).toContain('its state: payment received, confirmed in the back office, paid at 2026-09-04T18:17:05.877Z; alerts 0');
     expect(result.stdout).toContain('260079309: invoice {"number":"NF-260079309"}');
     expect(result.stdout).toContain('1 alert(s) in all');
-    expect(result.stdout).not.toMatch(/strict mode/);
+    expect(result.stdout).toContain(`The story is kept in ${folder}. Start the server on it`);
+    expect(result.stdout).toContain('http://127.0.0.1:4321/console/');
+    expect(result.stdout).not.toMatch(/strict mode|seed|normalizer round|recency guard/);
+    // The server finds the story there: the order, normalized.
+    const db = await openDatabase({ url: join(folder, 'pg') });
+    try {
+      expect((await createServices(db, { schema: 'rastro', snapshotEvery: 100, idempotencyTtlSeconds: 86_400 }).orders.get('pied:260065713')).state).toMatchObject({ status: 'cancelled', lifecycle: 'confirmed' });
+      // Told once there: a second telling, or one while a server has the folder open, is refused.
+      const inUse = await told();
+      expect(inUse.code).toBe(1);
+      expect(inUse.stderr).toContain(`rastro demo orders tells its story in ${folder}, which process ${process.pid} (npm start, or rastro serve) has open.`);
+      expect(inUse.stderr).toContain('[RASTRO_DATABASE_IN_USE]');
+    } finally {
+      await db.close();
+    }
+    const again = await told();
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`the orders story was told in ${folder} already`);
+    expect(again.stderr).toContain('[RASTRO_DEMO_ALREADY_TOLD]');
+    // Another folder tells it anew.
+    const elsewhere = await told(['--data-dir', await mkdtemp(join(tmpdir(), 'rastro-orders-demo-'))]);
+    expect(elsewhere.code).toBe(0);
   });
 });

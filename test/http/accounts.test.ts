@@ -184,7 +184,7 @@ describe.each(backends())('account ledger API on $name', (backend) => {
     expect((await t.get(`/accounts/${id}/balance`)).json()).toMatchObject({ balance: 8, version: 4 });
   });
 
-  it('requires the API key on every route but /healthz when one is set', async () => {
+  it('requires the API key on every route but the probes and the API docs when one is set', async () => {
     const t = await testApp(backend, { apiKey: 's3cret' });
     expect((await t.get('/healthz')).statusCode).toBe(200);
     const missing = await t.post('/accounts', { owner: 'A' });
@@ -193,7 +193,12 @@ describe.each(backends())('account ledger API on $name', (backend) => {
     expect(missing.json()).toMatchObject({ status: 401, code: 'RASTRO_UNAUTHORIZED' });
     expect((await t.post('/accounts', { owner: 'A' }, { authorization: 'Bearer wrong' })).statusCode).toBe(401);
     expect((await t.post('/accounts', { owner: 'A' }, { authorization: 's3cret' })).statusCode).toBe(401);
-    expect((await t.get('/openapi.json')).statusCode).toBe(401);
+    // The API's description is open, so the docs page works in a browser; it declares the key.
+    const described = await t.get('/openapi.json');
+    expect(described.statusCode).toBe(200);
+    expect(described.json().components.securitySchemes).toEqual({ bearer: { type: 'http', scheme: 'bearer' } });
+    expect((await t.app.inject({ method: 'GET', url: '/docs/' })).statusCode).toBe(200);
+    expect((await t.get('/docs/json')).statusCode).toBe(200);
     expect(await t.eventCount()).toBe(0);
     const ok = await t.post('/accounts', { owner: 'A' }, { authorization: 'Bearer s3cret' });
     expect(ok.statusCode).toBe(201);
