@@ -10,6 +10,7 @@ export {
   DatabaseUnavailableError,
   ClosedError,
   RunInProgressError,
+  AmbiguousParkedEventError,
   type ExpectedVersion,
 } from './errors.js';
 export { resolveConfig, type RastroOptions, type RastroConfig } from './config.js';

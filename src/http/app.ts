@@ -45,6 +45,7 @@ const problemSchema = {
     instance: { type: 'string' },
     code: { type: 'string' },
     field: { type: 'string' },
+    runs: { type: 'array', items: { type: 'string' }, description: 'RASTRO_PARKED_EVENT_AMBIGUOUS: the runs the event is parked in' },
   },
 } as const;
 

@@ -46,6 +46,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   RASTRO_CONCURRENCY: 409,
   RASTRO_CONFLICT: 409,
   RASTRO_RUN_IN_PROGRESS: 409,
+  RASTRO_PARKED_EVENT_AMBIGUOUS: 409,
   RASTRO_IDEMPOTENCY_IN_FLIGHT: 409,
   RASTRO_PRECONDITION_FAILED: 412,
   RASTRO_UNAUTHORIZED: 401,
@@ -61,8 +62,8 @@ function problem(status: number, detail: string, url: string, extensions: Record
 export function problemFor(err: RastroError, url: string): Problem | undefined {
   const status = STATUS_BY_CODE[err.code];
   if (status === undefined || status >= 500) return undefined;
-  const field = (err as { field?: unknown }).field;
-  return problem(status, err.message, url, field === undefined ? { code: err.code } : { code: err.code, field });
+  const { field, runs } = err as { field?: unknown; runs?: unknown };
+  return problem(status, err.message, url, { code: err.code, ...(field === undefined ? {} : { field }), ...(Array.isArray(runs) ? { runs } : {}) });
 }
 
 export function sendProblem(reply: FastifyReply, status: number, detail: string, extensions: Record<string, unknown> = {}): FastifyReply {
@@ -91,7 +92,8 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
   }
   if (error instanceof RastroError) {
     const found = problemFor(error, request.url);
-    if (found) return sendProblem(reply, found.status, found.detail, { code: found.code, ...(found.field !== undefined ? { field: found.field } : {}) });
+    // Its extensions (code, field, runs…) as problemFor chose them.
+    if (found) return sendProblem(reply, found.status, found.detail, found);
   } else if (error.validation) {
     // Fastify's message names the part and the field, e.g. "body/amount must be integer".
     return sendProblem(reply, 422, error.message, { code: 'RASTRO_VALIDATION', field: validationField(error) });

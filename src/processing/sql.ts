@@ -211,7 +211,9 @@ export function processingSql(s: string) {
     listParked: `select processor, run_id, event_id, stream_id, position, reason, error, parked_at from ${s}.parked_events
       where ($1::text is null or run_id = $1) order by run_id, stream_id, position limit $2`,
     parkedOfStream: `select event_id from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`,
-    parkedEvent: `select processor, run_id, stream_id from ${s}.parked_events where event_id = $1`,
+    /** The parked entries of event $1 in processor runs (relays' parked messages apart), of run $2 only unless null. */
+    parkedEvent: `select p.processor, p.run_id, p.stream_id from ${s}.parked_events p left join ${s}.processor_runs r on r.run_id = p.run_id
+      where p.event_id = $1 and ($2::text is null or p.run_id = $2) and r.mode is distinct from 'relay' order by p.run_id`,
     /** Parked rows per processor, apart for relays (parked messages) and processors (parked events). */
     parkedCounts: `select p.processor, coalesce(r.mode = 'relay', false) as relay, count(*)::bigint as n from ${s}.parked_events p
       left join ${s}.processor_runs r on r.run_id = p.run_id group by 1, 2 order by 1`,
