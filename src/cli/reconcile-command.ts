@@ -5,7 +5,7 @@ import type { Services } from '../server.js';
 import { loadProcessors } from './load-processors.js';
 import { jsonOption, limitOption, processorsOption, wholeNumber } from './options.js';
 import { table } from './output.js';
-import { withServices } from './services.js';
+import { withRoleServices, withServices } from './services.js';
 
 export interface ReconcileCommandOptions {
   once?: boolean;
@@ -93,5 +93,7 @@ export function registerReconcileCommand(program: Command): void {
     .addOption(limitOption(100))
     .addOption(jsonOption())
     .addOption(processorsOption())
-    .action((options: ReconcileCommandOptions) => withServices((services) => reconcileCommand(services, options)));
+    .action((options: ReconcileCommandOptions) =>
+      options.every === undefined ? withServices((services) => reconcileCommand(services, options)) : withRoleServices('reconcile', (services) => reconcileCommand(services, options)),
+    );
 }
