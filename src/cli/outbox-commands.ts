@@ -10,7 +10,7 @@ import { group } from './command-tree.js';
 import { jsonOption, limitOption, wholeNumber } from './options.js';
 import { printList } from './output.js';
 import { showWhileRunning, startProgress } from './progress.js';
-import { withStore } from './services.js';
+import { withRoleStore, withStore } from './services.js';
 import { stopSignal } from './stop-signal.js';
 import { UsageError } from './usage-error.js';
 
@@ -108,7 +108,7 @@ export function registerOutboxCommands(program: Command): void {
     .option('--types <a,b>', 'relay these event types from the log')
     .option('--stream-prefix <prefix>', 'relay the events of streams with this prefix from the log')
     .option('--aggregate-type <type>', 'the aggregate type of messages relayed from the log')
-    .action((options: RelayOptions) => withStore((store, config) => relay(store, config, options)));
+    .action((options: RelayOptions) => withRoleStore('relay', (store, config) => relay(store, config, options)));
   const outbox = group(program, 'outbox', 'the outbox and its relays');
   outbox.command('status').description("relays' lag, pending and parked messages, counts").addOption(jsonOption())
     .action((options: { json?: boolean }) => withStore((store) => status(store, options)));

@@ -12,7 +12,7 @@ import { group } from './command-tree.js';
 import { choiceOption, isoDate, jsonOption, limitOption, processorsOption } from './options.js';
 import { counterTable, csv, printJson, printList, table } from './output.js';
 import { showWhileRunning, startProgress } from './progress.js';
-import { withServices, withStore } from './services.js';
+import { withRoleStore, withServices, withStore } from './services.js';
 import { stopSignal } from './stop-signal.js';
 
 interface ReplayOptions {
@@ -100,7 +100,7 @@ const unpark = (action: 'retry' | 'skip') => async (eventId: string, options: { 
 async function live(name: string, options: { policy?: string; processors?: string }): Promise<void> {
   const processor = await findProcessor(name, options.processors);
   const policy = await readPolicy(options.policy);
-  await withStore(async (store) => {
+  await withRoleStore('live', async (store) => {
     const progress = startProgress({ pipedEveryMs: 10_000 });
     const runner = await runLive(processor, { store, policy, onError: (err) => progress.note(`rastro: batch failed: ${(err as Error).message}`) });
     console.log(`live run ${runner.runId} started; partitions ${runner.partitions.join(', ') || 'none yet'}; Ctrl-C stops it`);

@@ -16,6 +16,7 @@ import { orderRoutes } from './order-routes.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
 import { traceRequests } from './request-tracing.js';
+import { textBoundary } from './text-boundary.js';
 
 export interface AppDeps extends OperationsDeps {
   db: Database;
@@ -73,6 +74,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, `no route for ${request.method} ${request.url.split('?')[0]}`));
   // JSON only: Fastify would otherwise accept text/plain bodies.
   app.removeContentTypeParser('text/plain');
+  textBoundary(app);
   app.addHook('preValidation', async (request, reply) => {
     if (request.method === 'POST' && !/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
       return sendProblem(reply, 415, 'send the body as application/json', { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' });

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable, toDatabaseError } from '../db/database-error.js';
 import { RastroError } from '../errors.js';
+import { UnstorableTextError } from './text-boundary.js';
 
 /** Seconds a client is asked to wait (`Retry-After`) before retrying a 503. */
 export const RETRY_AFTER_SECONDS = 2;
@@ -70,19 +71,32 @@ export function sendProblem(reply: FastifyReply, status: number, detail: string,
   return reply.code(status).type('application/problem+json').send(problem(status, detail, reply.request.url, extensions));
 }
 
+/** The field a schema validation error is about, as the client wrote it: `limit`, `policy.notify.mode`… */
+export function validationField(error: FastifyError): string | undefined {
+  const first = error.validation?.[0];
+  if (!first) return undefined;
+  const params = first.params as { missingProperty?: string; additionalProperty?: string };
+  const path = first.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  const extra = params.missingProperty ?? params.additionalProperty;
+  return [path, extra].filter(Boolean).join('.') || error.validationContext;
+}
+
 /** Fastify's client errors that keep their status (malformed JSON, media type, body size). */
 const CLIENT_STATUSES = new Set([400, 404, 405, 413, 415]);
 
 /** Maps every error to a problem document; internals never reach the response. */
 export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (isDatabaseUnavailable(error)) return sendUnavailable(reply, request, error);
+  if (error instanceof UnstorableTextError) {
+    return sendProblem(reply, error.status, error.message, { code: error.code, ...(error.field !== undefined ? { field: error.field } : {}) });
+  }
   if (error instanceof RastroError) {
     const found = problemFor(error, request.url);
     // Its extensions (code, field, runs…) as problemFor chose them.
     if (found) return sendProblem(reply, found.status, found.detail, found);
   } else if (error.validation) {
     // Fastify's message names the part and the field, e.g. "body/amount must be integer".
-    return sendProblem(reply, 422, error.message, { code: 'RASTRO_VALIDATION' });
+    return sendProblem(reply, 422, error.message, { code: 'RASTRO_VALIDATION', field: validationField(error) });
   } else if (error.statusCode !== undefined && CLIENT_STATUSES.has(error.statusCode)) {
     return sendProblem(reply, error.statusCode, clientMessage(error), { code: error.code });
   }

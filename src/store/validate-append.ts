@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ValidationError, type ExpectedVersion } from '../errors.js';
 import type { NewEvent } from './event.js';
+import { findUnstorableText } from './storable-text.js';
 
 export const MAX_STREAM_ID_LENGTH = 500;
 export const MAX_TYPE_LENGTH = 200;
@@ -31,8 +32,8 @@ function toJson(field: string, value: unknown): string {
   } catch {
     throw new ValidationError(field, 'must be serializable as JSON (no cycles, no BigInt)');
   }
-  // jsonb cannot store U+0000.
-  if (text.includes('\\u0000')) throw new ValidationError(field, 'must not contain the character U+0000');
+  const unstorable = findUnstorableText(value, field);
+  if (unstorable) throw new ValidationError(unstorable.field, unstorable.reason);
   return text;
 }
 
