@@ -59,8 +59,8 @@ async function relay(store: EventStore, config: RastroConfig, options: RelayOpti
 async function status(store: EventStore, options: { json?: boolean }): Promise<void> {
   printList(await relayAdmin(store).status(), options, {
     empty: 'no relay has run yet',
-    headers: ['relay', 'source', 'pending', 'lag', 'parked', 'published', 'duplicates', 'failed'],
-    row: (r) => [r.name, r.source, r.pending, r.lagMs === null ? '-' : `${(r.lagMs / 1000).toFixed(1)} s`, r.parked, r.counters.published ?? 0, r.counters.duplicates ?? 0, r.counters.failed ?? 0],
+    headers: ['relay', 'status', 'source', 'pending', 'lag', 'parked', 'published', 'duplicates', 'failed'],
+    row: (r) => [r.name, r.since ? `${r.status} since ${r.since.toISOString()}` : r.status, r.source, r.pending, r.lagMs === null ? '-' : `${(r.lagMs / 1000).toFixed(1)} s`, r.parked, r.counters.published ?? 0, r.counters.duplicates ?? 0, r.counters.failed ?? 0],
   });
 }
 

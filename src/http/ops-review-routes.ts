@@ -20,6 +20,10 @@ export interface ReviewRouteDeps {
 }
 
 const tags = ['review'];
+const liveness = {
+  status: { type: 'string', enum: ['running', 'stopped', 'dead'], description: "from its runners' liveness: dead when they are gone without stopping" },
+  since: { ...nullableString, format: 'date-time', description: 'when it stopped or died (its last sign of life); null while running' },
+} as const;
 /** Relays park messages in the same table; they are listed under /ops/outbox/parked. */
 const RELAY_RUN_PREFIX = 'relay:';
 const effectState = { type: 'string', enum: [...EFFECT_STATES] } as const;
@@ -140,7 +144,7 @@ export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps):
           properties: {
             relays: {
               type: 'array',
-              items: { type: 'object', properties: { name: { type: 'string' }, runId: { type: 'string' }, source: { type: 'string' }, partitions: { type: 'number' }, pending: { type: 'number' }, lagMs: nullableNumber, parked: { type: 'number' }, counters } },
+              items: { type: 'object', properties: { name: { type: 'string' }, runId: { type: 'string' }, source: { type: 'string' }, partitions: { type: 'number' }, ...liveness, pending: { type: 'number' }, lagMs: nullableNumber, parked: { type: 'number' }, counters } },
             },
           },
         },

@@ -126,3 +126,16 @@ describe.skipIf(!backend)('long-running roles started while the database cannot 
     await expect(failed).rejects.toThrow(/exited \(1\) before it was ready: .*does not exist \[RASTRO_DATABASE\]/s);
   });
 });
+
+describe.skipIf(!backend)('a reconcile loop with nothing to reconcile', () => {
+  it('keeps running until SIGTERM, and says once what it waits for', async () => {
+    const schema = schemaName();
+    track(async () => (await backend!.db()).query(`drop schema if exists "${schema}" cascade`));
+    const loop = await spawnRastro('reconcile', ['reconcile', '--every', '1'], { DATABASE_URL: DATABASE_URL!, RASTRO_SCHEMA: schema, RASTRO_LOG_LEVEL: 'warn' }, /nothing to reconcile: .*waiting for SIGINT\/SIGTERM/, track);
+    // Three intervals: a loop that quit, or repeated itself, would show by now.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect(loop.child.exitCode).toBeNull();
+    expect(loop.output().match(/nothing to reconcile/g)).toHaveLength(1);
+    expect(await loop.stop()).toBe(0);
+  });
+});
