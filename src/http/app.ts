@@ -17,6 +17,7 @@ import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
 import { traceRequests } from './request-tracing.js';
 import { textBoundary } from './text-boundary.js';
+import { framingErrorHandler, notFoundOrMethodNotAllowed } from './client-errors.js';
 
 export interface AppDeps extends OperationsDeps {
   db: Database;
@@ -67,11 +68,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Bodies are validated as sent: no coercion of "100" to 100, no silent removal of fields.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     // Malformed URLs and headers Fastify rejects before routing still get a problem document.
-    frameworkErrors: (error, _request, reply) => sendProblem(reply, 400, error.message),
+    frameworkErrors: (error, _request, reply) => sendProblem(reply, 400, error.message, { code: error.code }),
+    // Requests the HTTP parser refuses (framing, header size) get a problem document too.
+    clientErrorHandler: framingErrorHandler,
   });
   traceRequests(app);
   app.setErrorHandler(problemErrorHandler);
-  app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, `no route for ${request.method} ${request.url.split('?')[0]}`));
+  notFoundOrMethodNotAllowed(app);
   // JSON only: Fastify would otherwise accept text/plain bodies.
   app.removeContentTypeParser('text/plain');
   textBoundary(app);
