@@ -42,13 +42,16 @@ function parkedTable(rows, kind, reload) {
       : `Give up on ${kind} ${idOf(row)} (it will never be ${kind === 'event' ? 'handled' : 'published'}) and retry the rest of its ${kind === 'event' ? 'stream' : 'aggregate'}?`,
     okLabel: action === 'retry' ? 'Retry' : 'Skip it',
     destructive: action === 'skip',
-    request: () => api(kind === 'event' ? `/ops/parked-events/${idOf(row)}/${action}` : `/ops/outbox/parked/${idOf(row)}/${action}`, { method: 'POST', body: {} }),
-    describe: (r) => `${action === 'retry' ? 'Retried' : 'Skipped'} ${kind} ${idOf(row)}: ${r.handled ?? r.published} ${kind === 'event' ? 'handled' : 'published'}, ${r.stillParked} still parked`,
+    // An event is parked once per run (the live run, a replay fixing it): the action names both.
+    request: () => api(kind === 'event' ? `/ops/parked-events/${encodeURIComponent(row.runId)}/${idOf(row)}/${action}` : `/ops/outbox/parked/${idOf(row)}/${action}`, { method: 'POST', body: {} }),
+    describe: (r) => `${action === 'retry' ? 'Retried' : 'Skipped'} ${kind} ${idOf(row)}${kind === 'event' ? ` in run ${r.runId}` : ''}: ${r.handled ?? r.published} ${kind === 'event' ? 'handled' : 'published'}, ${r.stillParked} still parked`,
   });
+  const headings = kind === 'event' ? ['Processor', 'Run', 'Stream', 'Id', 'Reason', 'Error', 'Since', 'Actions'] : ['Relay', 'Aggregate', 'Id', 'Reason', 'Error', 'Since', 'Actions'];
   return h('table', {},
-    h('thead', {}, h('tr', {}, [kind === 'event' ? 'Processor' : 'Relay', kind === 'event' ? 'Stream' : 'Aggregate', 'Id', 'Reason', 'Error', 'Since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
-    h('tbody', {}, rows.map((row) => h('tr', { [`data-parked-${kind}`]: idOf(row) },
-      h('td', {}, row.processor ?? row.relay), h('td', {}, h('code', {}, row.streamId ?? row.aggregateKey)), h('td', {}, h('code', {}, idOf(row))),
+    h('thead', {}, h('tr', {}, headings.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, rows.map((row) => h('tr', kind === 'event' ? { 'data-parked-event': row.eventId, 'data-parked-run': row.runId } : { 'data-parked-message': row.messageId },
+      h('td', {}, row.processor ?? row.relay), kind === 'event' ? h('td', {}, h('code', {}, row.runId)) : null,
+      h('td', {}, h('code', {}, row.streamId ?? row.aggregateKey)), h('td', {}, h('code', {}, idOf(row))),
       h('td', {}, badge(row.reason)), h('td', {}, row.error ?? '—'), h('td', {}, time(row.parkedAt)),
       h('td', {}, h('div', { class: 'row-actions' },
         h('button', { type: 'button', onclick: (ev) => run(row, 'retry', ev.currentTarget) }, 'Retry'),

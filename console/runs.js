@@ -14,9 +14,12 @@ function progressCell(run) {
     h('div', { class: 'muted' }, `${run.done} of ${run.total ?? '?'} events`));
 }
 
+// The status comes from the run's liveness: a run whose process was stopped or killed says so,
+// with since when (for a dead one, its last sign of life).
 function statusBadge(run) {
   const state = run.job?.state === 'failed' ? 'failed' : run.status;
-  return badge(state, run.job?.error ? ` — ${run.job.error}` : '');
+  const since = run.since && (state === 'dead' || state === 'stopped') ? ` since ${new Date(run.since).toLocaleString()}` : '';
+  return badge(state, since, run.job?.error ? ` — ${run.job.error}` : '');
 }
 
 function runsTable(runs) {

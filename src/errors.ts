@@ -159,6 +159,19 @@ export class RunInProgressError extends RastroError {
   }
 }
 
+/**
+ * A parked event named by its id alone, while it is parked in several runs (the live run, a
+ * replay that fixes it…): which entry to act on must be said. `runs` names them.
+ */
+export class AmbiguousParkedEventError extends RastroError {
+  readonly runs: string[];
+
+  constructor(eventId: string, runs: string[]) {
+    super('RASTRO_PARKED_EVENT_AMBIGUOUS', `event ${JSON.stringify(eventId)} is parked in ${runs.length} runs (${runs.join(', ')}); name the run whose entry to act on`);
+    this.runs = runs;
+  }
+}
+
 /** No account with that id. */
 export class AccountNotFoundError extends RastroError {
   constructor(accountId: string) {

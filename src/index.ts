@@ -10,6 +10,7 @@ export {
   DatabaseUnavailableError,
   ClosedError,
   RunInProgressError,
+  AmbiguousParkedEventError,
   type ExpectedVersion,
 } from './errors.js';
 export { resolveConfig, type RastroOptions, type RastroConfig } from './config.js';
@@ -31,7 +32,8 @@ export {
 export { LOG_START, type NewEvent, type RecordedEvent, type EventMetadata, type LogCheckpoint } from './store/event.js';
 export type { Subscription, SubscribeOptions } from './store/subscribe.js';
 export { buildApp, type AppDeps } from './http/app.js';
-export { startServer, type RunningServer } from './server.js';
+export { startServer, type RunningServer, type ServerStartOptions } from './server.js';
+export { untilDatabaseReachable, type StartAttempt, type UntilReachableOptions } from './db/until-reachable.js';
 export {
   defineProcessor,
   effectKey,

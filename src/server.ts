@@ -5,8 +5,10 @@ import { resolveConfig, type RastroConfig, type RastroOptions } from './config.j
 import type { Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { openDatabase } from './db/open-database.js';
-import { ConfigError } from './errors.js';
+import { untilDatabaseReachable, type StartAttempt } from './db/until-reachable.js';
+import { ClosedError, ConfigError } from './errors.js';
 import { buildApp } from './http/app.js';
+import { listenWhileStarting, type StartingListener } from './http/starting-listener.js';
 import { createIdempotencyKeys, type IdempotencyKeys } from './http/idempotency-keys.js';
 import { noAlertDestination, orderAlertClient, type OrderAlertSender } from './intake/order-alerts.js';
 import { createOrders, type Orders } from './intake/orders.js';
@@ -143,8 +145,49 @@ async function startOutbox(services: Services, config: RastroConfig, log: Fastif
   };
 }
 
+/** How {@link startServer} waits for a database it cannot reach at start. */
+export interface ServerStartOptions {
+  /** Called after each attempt that found the database unreachable; `url` answers 503 `RASTRO_STARTING` meanwhile. */
+  onDatabaseWait?: (attempt: StartAttempt & { url: string }) => void;
+  /** Aborting it while the database is still unreachable rejects with `RASTRO_CLOSED`. */
+  signal?: AbortSignal;
+}
+
+function serverUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
 /**
- * `rastro serve`: migrates, then listens. Refuses a non-loopback host without an API key.
+ * Opens the services, retrying while the database cannot be reached. From the first failed
+ * attempt on, the port answers 503 `RASTRO_STARTING`; the listener is handed back to be closed
+ * just before the API listens on the same port.
+ */
+async function openServicesWhenReachable(config: RastroConfig, start: ServerStartOptions): Promise<{ services: Services; starting: StartingListener | undefined }> {
+  let starting: StartingListener | undefined;
+  let services: Services | undefined;
+  try {
+    services = await untilDatabaseReachable(() => openServices(config), {
+      signal: start.signal,
+      onRetry: async (attempt) => {
+        starting ??= await listenWhileStarting(config.host, config.port);
+        start.onDatabaseWait?.({ ...attempt, url: serverUrl(config.host, starting.port) });
+      },
+    });
+  } catch (err) {
+    await starting?.close();
+    throw err;
+  }
+  if (!services) {
+    await starting?.close();
+    throw new ClosedError('rastro serve, stopped before its database could be reached,');
+  }
+  return { services, starting };
+}
+
+/**
+ * `rastro serve`: migrates, then listens. Refuses a non-loopback host without an API key. While
+ * the database cannot be reached at start, it keeps trying (see {@link ServerStartOptions}) and
+ * answers 503 `RASTRO_STARTING` on its port meanwhile; only a configuration error rejects.
  *
  * @example
  * ```ts
@@ -153,17 +196,18 @@ async function startOutbox(services: Services, config: RastroConfig, log: Fastif
  * await server.close()
  * ```
  */
-export async function startServer(options: RastroOptions = {}): Promise<RunningServer> {
+export async function startServer(options: RastroOptions = {}, start: ServerStartOptions = {}): Promise<RunningServer> {
   const config = resolveConfig(options);
   if (!config.apiKey && !LOOPBACK.test(config.host)) {
     throw new ConfigError(`refusing to listen on ${config.host} without RASTRO_API_KEY: set a key, or listen on 127.0.0.1`);
   }
-  const services = await openServices(config);
+  const { services, starting } = await openServicesWhenReachable(config, start);
   const logger = config.logLevel === 'silent' ? false : { level: config.logLevel };
   let operations: Awaited<ReturnType<typeof startOperations>>;
   try {
     operations = await startOperations(services, config);
   } catch (err) {
+    await starting?.close();
     await services.db.close();
     throw err;
   }
@@ -189,8 +233,10 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
         onPass: (report) => app.log.info({ reconciled: report }, 'reconciliation pass'),
       });
     }
-    await app.listen({ port: config.port, host: config.host });
+    await starting?.close();
+    await app.listen({ port: starting?.port ?? config.port, host: config.host });
   } catch (err) {
+    await starting?.close();
     clearInterval(cleanup);
     await reconciler?.stop();
     await operations.stop();
@@ -202,10 +248,9 @@ export async function startServer(options: RastroOptions = {}): Promise<RunningS
   }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   return {
     ...services,
-    url: `http://${host}:${port}`,
+    url: serverUrl(config.host, port),
     app,
     config,
     relay: outbox.relay,

@@ -3,6 +3,7 @@ import type { Queryable } from '../db/database.js';
 import { AccountNotFoundError, ConcurrencyError, InsufficientFundsError, PreconditionFailedError, ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
 import type { EventStore } from '../store/event-store.js';
+import { unstorableReason } from '../store/storable-text.js';
 import {
   ACCOUNT_DEPOSITED,
   ACCOUNT_OPENED,
@@ -51,6 +52,8 @@ export function validateOwner(owner: unknown): string {
   if (typeof owner !== 'string' || owner.trim().length === 0 || owner.length > MAX_OWNER_LENGTH) {
     throw new ValidationError('owner', `must be a non-empty string of at most ${MAX_OWNER_LENGTH} characters`);
   }
+  const unstorable = unstorableReason(owner);
+  if (unstorable) throw new ValidationError('owner', unstorable);
   return owner;
 }
 

@@ -20,7 +20,7 @@ function toDelivery(m: JsMsg, retryDelayMs: number): Delivery {
   const headers: Record<string, string> = {};
   for (const [name, values] of m.headers ?? []) headers[name.toLowerCase()] = values[0] ?? '';
   return {
-    raw: { messageId: headers['nats-msg-id'] ?? null, source: m.subject, headers, body: m.string() },
+    raw: { messageId: headers['nats-msg-id'] ?? null, source: m.subject, headers, body: m.string(), bytes: m.data },
     ack: async () => void (await m.ackAck()),
     retry: async () => m.nak(retryDelayMs),
   };

@@ -7,7 +7,7 @@ import type { EventStore } from '../store/event-store.js';
 import { group } from './command-tree.js';
 import { jsonOption, limitOption } from './options.js';
 import { printList } from './output.js';
-import { withStore } from './services.js';
+import { withRoleStore, withStore } from './services.js';
 import { stopSignal } from './stop-signal.js';
 
 /** `rastro consume`: the inbox, until stopped. */
@@ -50,7 +50,7 @@ export function registerInboxCommands(program: Command): void {
     .description('the inbox: append each message of RASTRO_BROKER_URL to the log as an event with the message id, until stopped')
     .option('--queue <queue>', 'the RabbitMQ queue to consume')
     .option('--durable <name>', 'the NATS JetStream durable consumer')
-    .action((options: { queue?: string; durable?: string }) => withStore((store, config) => consume(store, config, options)));
+    .action((options: { queue?: string; durable?: string }) => withRoleStore('consume', (store, config) => consume(store, config, options)));
   group(program, 'inbox', 'the inbox').command('dead-letters').description('messages the inbox could not store, with the reason')
     .addOption(limitOption(100)).addOption(jsonOption())
     .action((options: { limit: number; json?: boolean }) => withStore((store) => deadLetters(store, options)));

@@ -9,7 +9,7 @@ import { group } from './command-tree.js';
 import { checkedArgument, jsonOption, wholeNumber } from './options.js';
 import { counterTable, printJson, table } from './output.js';
 import { showWhileRunning, startProgress } from './progress.js';
-import { withServices } from './services.js';
+import { withRoleServices, withServices } from './services.js';
 import { stopSignal } from './stop-signal.js';
 import { UsageError } from './usage-error.js';
 
@@ -58,11 +58,11 @@ async function normalizeLive({ orders, store }: Services): Promise<void> {
 
 type NormalizeOptions = { once?: boolean; reset?: boolean; json?: boolean };
 
-function normalize(services: Services, options: NormalizeOptions): Promise<void> {
-  if (options.reset) return reprocess(services, options);
-  if (options.once) return oneRound(services, options);
+async function normalize(options: NormalizeOptions): Promise<void> {
+  if (options.reset) return withServices((services) => reprocess(services, options));
+  if (options.once) return withServices((services) => oneRound(services, options));
   if (options.json) throw new UsageError('--json goes with --once or --reset');
-  return normalizeLive(services);
+  return withRoleServices('normalize', normalizeLive);
 }
 
 async function renormalize({ orders }: Services, id: string, options: { json?: boolean }): Promise<void> {
@@ -88,7 +88,7 @@ export function registerOrderCommands(program: Command): void {
     .option('--once', 'one round: every committed snapshot not yet normalized, then exit')
     .addOption(new Option('--reset', 'reprocess every snapshot as a replay with a new run id (changes nothing that was right)').conflicts('once'))
     .addOption(jsonOption())
-    .action((options: NormalizeOptions) => withServices((services) => normalize(services, options)));
+    .action(normalize);
   group(program, 'orders', 'normalized orders').command('renormalize')
     .summary("re-run the normalizer over one order's raw snapshots")
     .description("Re-runs the normalizer over the order's raw snapshots (never over its stored row).")

@@ -10,7 +10,7 @@ import { group } from './command-tree.js';
 import { jsonOption, limitOption, wholeNumber } from './options.js';
 import { printList } from './output.js';
 import { showWhileRunning, startProgress } from './progress.js';
-import { withStore } from './services.js';
+import { withRoleStore, withStore } from './services.js';
 import { stopSignal } from './stop-signal.js';
 import { UsageError } from './usage-error.js';
 
@@ -59,8 +59,8 @@ async function relay(store: EventStore, config: RastroConfig, options: RelayOpti
 async function status(store: EventStore, options: { json?: boolean }): Promise<void> {
   printList(await relayAdmin(store).status(), options, {
     empty: 'no relay has run yet',
-    headers: ['relay', 'source', 'pending', 'lag', 'parked', 'published', 'duplicates', 'failed'],
-    row: (r) => [r.name, r.source, r.pending, r.lagMs === null ? '-' : `${(r.lagMs / 1000).toFixed(1)} s`, r.parked, r.counters.published ?? 0, r.counters.duplicates ?? 0, r.counters.failed ?? 0],
+    headers: ['relay', 'status', 'source', 'pending', 'lag', 'parked', 'published', 'duplicates', 'failed'],
+    row: (r) => [r.name, r.since ? `${r.status} since ${r.since.toISOString()}` : r.status, r.source, r.pending, r.lagMs === null ? '-' : `${(r.lagMs / 1000).toFixed(1)} s`, r.parked, r.counters.published ?? 0, r.counters.duplicates ?? 0, r.counters.failed ?? 0],
   });
 }
 
@@ -108,7 +108,7 @@ export function registerOutboxCommands(program: Command): void {
     .option('--types <a,b>', 'relay these event types from the log')
     .option('--stream-prefix <prefix>', 'relay the events of streams with this prefix from the log')
     .option('--aggregate-type <type>', 'the aggregate type of messages relayed from the log')
-    .action((options: RelayOptions) => withStore((store, config) => relay(store, config, options)));
+    .action((options: RelayOptions) => withRoleStore('relay', (store, config) => relay(store, config, options)));
   const outbox = group(program, 'outbox', 'the outbox and its relays');
   outbox.command('status').description("relays' lag, pending and parked messages, counts").addOption(jsonOption())
     .action((options: { json?: boolean }) => withStore((store) => status(store, options)));

@@ -12,7 +12,7 @@ import { group } from './command-tree.js';
 import { choiceOption, isoDate, jsonOption, limitOption, processorsOption } from './options.js';
 import { counterTable, csv, printJson, printList, table } from './output.js';
 import { showWhileRunning, startProgress } from './progress.js';
-import { withServices, withStore } from './services.js';
+import { withRoleStore, withServices, withStore } from './services.js';
 import { stopSignal } from './stop-signal.js';
 
 interface ReplayOptions {
@@ -85,21 +85,22 @@ async function listParked(options: { runId?: string; limit: number; json?: boole
   printList(list, options, { empty: 'no parked events', headers: ['event', 'run', 'stream', 'reason', 'error'], row: (p) => [p.eventId, p.runId, p.streamId, p.reason, p.error] });
 }
 
-const unpark = (action: 'retry' | 'skip') => async (eventId: string, options: { processors?: string }) => {
+// An event parked in several runs (the live run, a replay fixing it) is refused without --run-id.
+const unpark = (action: 'retry' | 'skip') => async (eventId: string, options: { processors?: string; runId?: string }) => {
   await withStore(async (store) => {
     const parked = parkedEvents(store);
-    const entry = (await parked.list({ limit: 100_000 })).find((p) => p.eventId === eventId);
-    if (!entry) throw new ValidationError('eventId', `no parked event ${eventId}`);
+    const entry = await parked.entry(eventId, { runId: options.runId });
     const processor = await findProcessor(entry.processor, options.processors);
-    const result = action === 'retry' ? await parked.retry(processor, eventId) : await parked.skip(processor, eventId);
-    console.log(`${result.handled} handled, ${result.stillParked} still parked in stream ${entry.streamId}`);
+    const target = { runId: entry.runId };
+    const result = action === 'retry' ? await parked.retry(processor, eventId, target) : await parked.skip(processor, eventId, target);
+    console.log(`run ${entry.runId}: ${result.handled} handled, ${result.stillParked} still parked in stream ${entry.streamId}`);
   });
 };
 
 async function live(name: string, options: { policy?: string; processors?: string }): Promise<void> {
   const processor = await findProcessor(name, options.processors);
   const policy = await readPolicy(options.policy);
-  await withStore(async (store) => {
+  await withRoleStore('live', async (store) => {
     const progress = startProgress({ pipedEveryMs: 10_000 });
     const runner = await runLive(processor, { store, policy, onError: (err) => progress.note(`rastro: batch failed: ${(err as Error).message}`) });
     console.log(`live run ${runner.runId} started; partitions ${runner.partitions.join(', ') || 'none yet'}; Ctrl-C stops it`);
@@ -146,7 +147,10 @@ export function registerProcessingCommands(program: Command): void {
     .action(resolveEffect);
   const parked = group(program, 'parked', 'events a processor parked');
   parked.command('list').description('parked events, with the error').option('--run-id <id>', 'only those of this run').addOption(limitOption(1000)).addOption(jsonOption()).action(listParked);
-  parked.command('retry').description("handle a parked event again, then the rest of its stream's parked events").argument('<eventId>', 'the parked event id').addOption(processorsOption()).action(unpark('retry'));
-  parked.command('skip').description('never handle this event; handle the rest of its stream').argument('<eventId>', 'the parked event id').addOption(processorsOption()).action(unpark('skip'));
+  const runIdOption = ['--run-id <id>', 'the run the event is parked in (parked list shows it); needed when it is parked in several'] as const;
+  parked.command('retry').description("handle a parked event again, then the rest of its stream's parked events").argument('<eventId>', 'the parked event id')
+    .option(...runIdOption).addOption(processorsOption()).action(unpark('retry'));
+  parked.command('skip').description('never handle this event in its run; handle the rest of its stream').argument('<eventId>', 'the parked event id')
+    .option(...runIdOption).addOption(processorsOption()).action(unpark('skip'));
   program.command('sweep').description('move abandoned reservations: keep → uncertain, release → released').action(sweep);
 }

@@ -5,7 +5,8 @@ import type { Services } from '../server.js';
 import { loadProcessors } from './load-processors.js';
 import { jsonOption, limitOption, processorsOption, wholeNumber } from './options.js';
 import { table } from './output.js';
-import { withServices } from './services.js';
+import { withRoleServices, withServices } from './services.js';
+import { stopSignal } from './stop-signal.js';
 
 export interface ReconcileCommandOptions {
   once?: boolean;
@@ -40,8 +41,13 @@ export async function reconcileCommand(services: Services, options: ReconcileCom
   for (const note of notes) process.stderr.write(`${note}\n`);
   const names = Object.keys(types);
   if (names.length === 0) {
+    // A loop started to run until SIGTERM stays up: a supervisor would restart one that quits, forever.
+    if (options.every !== undefined) {
+      process.stderr.write('nothing to reconcile: no effect type can ask its provider; waiting for SIGINT/SIGTERM (restart with RASTRO_ACQUIRER_URL set, or with --processors declaring a reconcilable effect type)\n');
+      await stopSignal();
+    }
     if (options.json) console.log(JSON.stringify({ types: [], report: null }));
-    else console.log('nothing to reconcile: no effect type can ask its provider');
+    else if (options.every === undefined) console.log('nothing to reconcile: no effect type can ask its provider');
     return;
   }
   const line = (pass: ReconcileReport) => `asked ${pass.asked}, ${pass.happened + pass.redone} done, ${pass.failed} failed, ${pass.released} released, ${pass.unknown} unknown, ${pass.review} to review`;
@@ -55,10 +61,7 @@ export async function reconcileCommand(services: Services, options: ReconcileCom
       onError: (err) => process.stderr.write(`${new Date().toISOString()} reconciliation pass failed, backing off: ${(err as Error).message}\n`),
     });
     console.log(`reconciling ${names.join(', ')} every ${seconds} s until stopped`);
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    await stopSignal();
     await loop.stop();
     if (options.json) console.log(JSON.stringify({ types: names, report: loop.report }));
     return;
@@ -93,5 +96,7 @@ export function registerReconcileCommand(program: Command): void {
     .addOption(limitOption(100))
     .addOption(jsonOption())
     .addOption(processorsOption())
-    .action((options: ReconcileCommandOptions) => withServices((services) => reconcileCommand(services, options)));
+    .action((options: ReconcileCommandOptions) =>
+      options.every === undefined ? withServices((services) => reconcileCommand(services, options)) : withRoleServices('reconcile', (services) => reconcileCommand(services, options)),
+    );
 }

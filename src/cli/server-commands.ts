@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { resolveConfig } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { openDatabase } from '../db/open-database.js';
-import { startServer } from '../server.js';
+import { ClosedError } from '../errors.js';
+import { startServer, type RunningServer } from '../server.js';
 import { createEventStore } from '../store/event-store.js';
 import { group } from './command-tree.js';
 import { jsonOption, processorsOption } from './options.js';
@@ -11,7 +12,28 @@ import { startProgress } from './progress.js';
 import { withServices } from './services.js';
 
 async function serve(options: { processors?: string }): Promise<void> {
-  const server = await startServer({ processors: options.processors });
+  const waiting = new AbortController();
+  const stopWaiting = () => waiting.abort();
+  process.once('SIGINT', stopWaiting);
+  process.once('SIGTERM', stopWaiting);
+  let server: RunningServer;
+  try {
+    server = await startServer({ processors: options.processors }, {
+      signal: waiting.signal,
+      onDatabaseWait: ({ attempt, reason, retryInMs, url }) => {
+        process.stderr.write(`${new Date().toISOString()} rastro serve: waiting for the database: ${reason} (attempt ${attempt}, next in ${(retryInMs / 1000).toFixed(1)} s); ${url} answers 503 meanwhile\n`);
+      },
+    });
+  } catch (err) {
+    if (waiting.signal.aborted && err instanceof ClosedError) {
+      console.log('rastro serve: stopped before its database could be reached');
+      return;
+    }
+    throw err;
+  } finally {
+    process.removeListener('SIGINT', stopWaiting);
+    process.removeListener('SIGTERM', stopWaiting);
+  }
   console.log(`rastro listening on ${server.url} (${server.config.embedded ? `embedded database in ${server.config.dataDir}` : 'PostgreSQL'})`);
   const shutdown = () => {
     server.close().then(

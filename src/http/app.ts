@@ -16,6 +16,8 @@ import { orderRoutes } from './order-routes.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
 import { traceRequests } from './request-tracing.js';
+import { textBoundary } from './text-boundary.js';
+import { framingErrorHandler, notFoundOrMethodNotAllowed } from './client-errors.js';
 
 export interface AppDeps extends OperationsDeps {
   db: Database;
@@ -44,6 +46,7 @@ const problemSchema = {
     instance: { type: 'string' },
     code: { type: 'string' },
     field: { type: 'string' },
+    runs: { type: 'array', items: { type: 'string' }, description: 'RASTRO_PARKED_EVENT_AMBIGUOUS: the runs the event is parked in' },
   },
 } as const;
 
@@ -65,13 +68,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Bodies are validated as sent: no coercion of "100" to 100, no silent removal of fields.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     // Malformed URLs and headers Fastify rejects before routing still get a problem document.
-    frameworkErrors: (error, _request, reply) => sendProblem(reply, 400, error.message),
+    frameworkErrors: (error, _request, reply) => sendProblem(reply, 400, error.message, { code: error.code }),
+    // Requests the HTTP parser refuses (framing, header size) get a problem document too.
+    clientErrorHandler: framingErrorHandler,
   });
   traceRequests(app);
   app.setErrorHandler(problemErrorHandler);
-  app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, `no route for ${request.method} ${request.url.split('?')[0]}`));
+  notFoundOrMethodNotAllowed(app);
   // JSON only: Fastify would otherwise accept text/plain bodies.
   app.removeContentTypeParser('text/plain');
+  textBoundary(app);
   app.addHook('preValidation', async (request, reply) => {
     if (request.method === 'POST' && !/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
       return sendProblem(reply, 415, 'send the body as application/json', { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' });

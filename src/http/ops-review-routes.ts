@@ -7,8 +7,9 @@ import { EFFECT_STATES, effectLedger, type EffectRecord } from '../processing/ef
 import { parkedEvents } from '../processing/parking.js';
 import type { EffectTypes } from '../processing/ledger/effect-type.js';
 import type { Processor } from '../processing/processor.js';
+import { ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
-import { integerQueries, counters, emptyBody, limitQuery, nullableNumber, nullableString, opsErrorHandler, opsErrors, problem, uuidPattern } from './ops-schemas.js';
+import { integerQueries, counters, emptyBody, limitQuery, nullableNumber, nullableString, opsErrorHandler, opsErrors, problem, runIdPattern, uuidPattern } from './ops-schemas.js';
 
 export interface ReviewRouteDeps {
   store: EventStore;
@@ -19,6 +20,10 @@ export interface ReviewRouteDeps {
 }
 
 const tags = ['review'];
+const liveness = {
+  status: { type: 'string', enum: ['running', 'stopped', 'dead'], description: "from its runners' liveness: dead when they are gone without stopping" },
+  since: { ...nullableString, format: 'date-time', description: 'when it stopped or died (its last sign of life); null while running' },
+} as const;
 /** Relays park messages in the same table; they are listed under /ops/outbox/parked. */
 const RELAY_RUN_PREFIX = 'relay:';
 const effectState = { type: 'string', enum: [...EFFECT_STATES] } as const;
@@ -44,9 +49,14 @@ const parkedMessageSchema = {
     reason: { type: 'string', enum: ['failed', 'waiting'] }, error: nullableString, parkedAt: { type: 'string', format: 'date-time' },
   },
 } as const;
-const retryResult = { type: 'object', properties: { action: { type: 'string' }, handled: { type: 'number' }, stillParked: { type: 'number' } } } as const;
+const retryResult = { type: 'object', properties: { action: { type: 'string' }, runId: { type: 'string' }, handled: { type: 'number' }, stillParked: { type: 'number' } } } as const;
 const messageResult = { type: 'object', properties: { action: { type: 'string' }, published: { type: 'number' }, stillParked: { type: 'number' } } } as const;
 const uuidParams = (name: string) => ({ type: 'object', properties: { [name]: { type: 'string', pattern: uuidPattern } }, required: [name] }) as const;
+const runEventParams = {
+  type: 'object',
+  properties: { runId: { type: 'string', pattern: runIdPattern, description: 'the run the event is parked in (the Run column)' }, eventId: { type: 'string', pattern: uuidPattern } },
+  required: ['runId', 'eventId'],
+} as const;
 const actionErrors = { 404: problem, 409: problem, 415: problem, ...opsErrors } as const;
 
 /** The review queue: uncertain effects and effects in review to resolve, parked events and parked outbox messages to retry or skip. */
@@ -93,20 +103,33 @@ export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps):
     },
   }, async (request) => ({ parked: (await parked.list(request.query)).filter((p) => !p.runId.startsWith(RELAY_RUN_PREFIX)) }));
 
-  const parkedAction = (action: 'retry' | 'skip') => async (request: { params: { eventId: string } }) => {
-    const { eventId } = request.params;
-    const [entry] = (await parked.list({ limit: 100_000 })).filter((p) => p.eventId === eventId && !p.runId.startsWith(RELAY_RUN_PREFIX));
-    if (!entry) throw new OperationTargetNotFoundError('parked event', eventId);
+
+  // The entry is the event's in the run named, or its only one: an event parked in several runs
+  // (the live run, the replay fixing it) without a run is refused with the runs (409).
+  const parkedAction = (action: 'retry' | 'skip') => async (request: { params: { eventId: string; runId?: string } }) => {
+    const { eventId, runId } = request.params;
+    const entry = await parked.entry(eventId, { runId }).catch((err: unknown) => {
+      if (err instanceof ValidationError) throw new OperationTargetNotFoundError('parked event', runId === undefined ? eventId : `${eventId} in run ${runId}`);
+      throw err;
+    });
     const processor = deps.processors?.get(entry.processor);
     if (!processor) throw new OperationConflictError(`processor ${entry.processor} is not loaded in this server: start it with --processors <module> or a rastro.config.js`);
-    const result = action === 'retry' ? await parked.retry(processor, eventId) : await parked.skip(processor, eventId);
-    return { action, ...result };
+    const target = { runId: entry.runId };
+    const result = action === 'retry' ? await parked.retry(processor, eventId, target) : await parked.skip(processor, eventId, target);
+    return { action, runId: entry.runId, ...result };
   };
   for (const action of ['retry', 'skip'] as const) {
+    const summary = action === 'retry' ? "Run the event's stream in that run again from its first parked event, in order" : 'Give up on this event in that run (never handled there), then retry the rest of its stream';
+    app.post<{ Params: { runId: string; eventId: string } }>(`/ops/parked-events/:runId/:eventId/${action}`, {
+      schema: {
+        operationId: action === 'retry' ? 'retryParkedEventOfRun' : 'skipParkedEventOfRun', tags, summary,
+        params: runEventParams, body: emptyBody, response: { 200: retryResult, ...actionErrors },
+      },
+    }, parkedAction(action));
     app.post<{ Params: { eventId: string } }>(`/ops/parked-events/:eventId/${action}`, {
       schema: {
         operationId: action === 'retry' ? 'retryParkedEvent' : 'skipParkedEvent', tags,
-        summary: action === 'retry' ? "Run the event's stream again from its first parked event, in order" : 'Give up on this event (never handled), then retry the rest of its stream',
+        summary: `${summary}, for an event parked in one run only; 409 with the runs when it is parked in several`,
         params: uuidParams('eventId'), body: emptyBody, response: { 200: retryResult, ...actionErrors },
       },
     }, parkedAction(action));
@@ -121,7 +144,7 @@ export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps):
           properties: {
             relays: {
               type: 'array',
-              items: { type: 'object', properties: { name: { type: 'string' }, runId: { type: 'string' }, source: { type: 'string' }, partitions: { type: 'number' }, pending: { type: 'number' }, lagMs: nullableNumber, parked: { type: 'number' }, counters } },
+              items: { type: 'object', properties: { name: { type: 'string' }, runId: { type: 'string' }, source: { type: 'string' }, partitions: { type: 'number' }, ...liveness, pending: { type: 'number' }, lagMs: nullableNumber, parked: { type: 'number' }, counters } },
             },
           },
         },

@@ -38,7 +38,9 @@ const runSchema = {
   type: 'object',
   properties: {
     runId: { type: 'string' }, processor: { type: 'string' }, mode: { type: 'string', enum: ['live', 'replay'] }, simulate: { type: 'boolean' },
-    status: { type: 'string', enum: ['running', 'completed'] },
+    status: { type: 'string', enum: ['running', 'completed', 'stopped', 'dead'], description: "from its runners' liveness: stopped when its last runner ended it, dead when they are gone without stopping (killed, connection lost)" },
+    since: { ...nullableString, format: 'date-time', description: 'when it completed, stopped or died (its last sign of life); null while running' },
+    lastSeenAt: { ...nullableString, format: 'date-time', description: 'the last time a runner of it was seen alive' },
     job: { type: 'object', nullable: true, properties: { state: { type: 'string', enum: ['running', 'completed', 'failed'] }, error: nullableString } },
     startedAt: { type: 'string', format: 'date-time' }, updatedAt: { type: 'string', format: 'date-time' },
     window: { type: 'object', properties: { from: { ...nullableString, format: 'date-time' }, to: { ...nullableString, format: 'date-time' }, fromPosition: nullableNumber, toPosition: nullableNumber } },

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ValidationError } from '../errors.js';
-import { problemErrorHandler, sendProblem } from './problem.js';
+import { problemErrorHandler, sendProblem, validationField } from './problem.js';
 
 export const problem = { $ref: 'problem#' };
 /** Every operations route: 400 bad input, 401 without the key (when one is configured). */
@@ -32,19 +32,9 @@ export function integerQueries(request: FastifyRequest): void {
   }
 }
 
-/** The field a schema validation error is about: `limit`, `as`, `policy.notify.mode`… */
-function fieldOf(error: FastifyError): string | undefined {
-  const first = error.validation?.[0];
-  if (!first) return undefined;
-  const params = first.params as { missingProperty?: string; additionalProperty?: string };
-  const path = first.instancePath.replace(/^\//, '').replace(/\//g, '.');
-  const extra = params.missingProperty ?? params.additionalProperty;
-  return [path, extra].filter(Boolean).join('.') || error.validationContext;
-}
-
 /** The operations API answers bad input with 400 naming the field, library rule breaks included. */
-export function opsErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (error.validation) return sendProblem(reply, 400, error.message, { code: 'RASTRO_VALIDATION', field: fieldOf(error) });
+export function opsErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply> {
+  if (error.validation) return sendProblem(reply, 400, error.message, { code: 'RASTRO_VALIDATION', field: validationField(error) });
   if (error instanceof ValidationError) return sendProblem(reply, 400, error.message, { code: error.code, field: error.field });
   return problemErrorHandler(error, request, reply);
 }

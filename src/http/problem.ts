@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable, toDatabaseError } from '../db/database-error.js';
 import { RastroError } from '../errors.js';
+import { UnstorableTextError } from './text-boundary.js';
 
 /** Seconds a client is asked to wait (`Retry-After`) before retrying a 503. */
 export const RETRY_AFTER_SECONDS = 2;
@@ -19,12 +20,15 @@ export interface Problem {
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
   409: 'Conflict',
   412: 'Precondition Failed',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
   422: 'Unprocessable Content',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
@@ -45,6 +49,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   RASTRO_CONCURRENCY: 409,
   RASTRO_CONFLICT: 409,
   RASTRO_RUN_IN_PROGRESS: 409,
+  RASTRO_PARKED_EVENT_AMBIGUOUS: 409,
   RASTRO_IDEMPOTENCY_IN_FLIGHT: 409,
   RASTRO_PRECONDITION_FAILED: 412,
   RASTRO_UNAUTHORIZED: 401,
@@ -60,8 +65,8 @@ function problem(status: number, detail: string, url: string, extensions: Record
 export function problemFor(err: RastroError, url: string): Problem | undefined {
   const status = STATUS_BY_CODE[err.code];
   if (status === undefined || status >= 500) return undefined;
-  const field = (err as { field?: unknown }).field;
-  return problem(status, err.message, url, field === undefined ? { code: err.code } : { code: err.code, field });
+  const { field, runs } = err as { field?: unknown; runs?: unknown };
+  return problem(status, err.message, url, { code: err.code, ...(field === undefined ? {} : { field }), ...(Array.isArray(runs) ? { runs } : {}) });
 }
 
 export function sendProblem(reply: FastifyReply, status: number, detail: string, extensions: Record<string, unknown> = {}): FastifyReply {
@@ -69,20 +74,34 @@ export function sendProblem(reply: FastifyReply, status: number, detail: string,
   return reply.code(status).type('application/problem+json').send(problem(status, detail, reply.request.url, extensions));
 }
 
-/** Fastify's client errors that keep their status (malformed JSON, media type, body size). */
-const CLIENT_STATUSES = new Set([400, 404, 405, 413, 415]);
+/** The field a schema validation error is about, as the client wrote it: `limit`, `policy.notify.mode`… */
+export function validationField(error: FastifyError): string | undefined {
+  const first = error.validation?.[0];
+  if (!first) return undefined;
+  const params = first.params as { missingProperty?: string; additionalProperty?: string };
+  const path = first.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  const extra = params.missingProperty ?? params.additionalProperty;
+  return [path, extra].filter(Boolean).join('.') || error.validationContext;
+}
+
 
 /** Maps every error to a problem document; internals never reach the response. */
-export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply> {
   if (isDatabaseUnavailable(error)) return sendUnavailable(reply, request, error);
+  if (error instanceof UnstorableTextError) {
+    return sendProblem(reply, error.status, error.message, { code: error.code, ...(error.field !== undefined ? { field: error.field } : {}) });
+  }
   if (error instanceof RastroError) {
     const found = problemFor(error, request.url);
-    if (found) return sendProblem(reply, found.status, found.detail, { code: found.code, ...(found.field !== undefined ? { field: found.field } : {}) });
+    // Its extensions (code, field, runs…) as problemFor chose them.
+    if (found) return sendProblem(reply, found.status, found.detail, found);
   } else if (error.validation) {
     // Fastify's message names the part and the field, e.g. "body/amount must be integer".
-    return sendProblem(reply, 422, error.message, { code: 'RASTRO_VALIDATION' });
-  } else if (error.statusCode !== undefined && CLIENT_STATUSES.has(error.statusCode)) {
-    return sendProblem(reply, error.statusCode, clientMessage(error), { code: error.code });
+    return sendProblem(reply, 422, error.message, { code: 'RASTRO_VALIDATION', field: validationField(error) });
+  } else if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    // A client error raised by Fastify or a plugin (the static files' 403 on `..`) keeps its status.
+    if (error.statusCode === 413) return drainThenAnswer(request, reply, error);
+    return sendProblem(reply, error.statusCode, clientMessage(error), error.code ? { code: error.code } : {});
   }
   // Not under `err`: pino's error serializer would add the stack.
   request.log.error({ error: { name: error.name, code: (error as { code?: unknown }).code, sqlState: (error as { sqlState?: unknown }).sqlState, message: error.message } }, 'request failed');
@@ -100,6 +119,40 @@ function sendUnavailable(reply: FastifyReply, request: FastifyRequest, error: Fa
   return sendProblem(reply, 503, 'the database is not reachable; retry later', { code: 'RASTRO_DATABASE_UNAVAILABLE' });
 }
 
+/** The most of an unread body read and thrown away, so that a client still sending it gets the 413. */
+const MAX_DRAINED_BYTES = 16 * 1024 * 1024;
+const MAX_DRAIN_MS = 10_000;
+
+/**
+ * A body over the limit is refused while the client may still be sending it. Answering and
+ * closing at once would make the client's next writes meet a reset, and many clients then
+ * report the reset instead of the answer: so the rest of the body is read and discarded (up
+ * to 16 MiB or 10 s), then the 413 is sent and the connection closed.
+ */
+async function drainThenAnswer(request: FastifyRequest, reply: FastifyReply, error: FastifyError): Promise<FastifyReply> {
+  const raw = request.raw;
+  reply.header('connection', 'close');
+  const declared = Number(raw.headers['content-length'] ?? 0);
+  if (!raw.complete && !raw.destroyed && declared <= MAX_DRAINED_BYTES) {
+    await new Promise<void>((resolve) => {
+      let read = 0;
+      const done = () => {
+        clearTimeout(timer);
+        raw.removeListener('data', onData);
+        resolve();
+      };
+      const onData = (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > MAX_DRAINED_BYTES) done();
+      };
+      const timer = setTimeout(done, MAX_DRAIN_MS);
+      raw.on('data', onData).once('end', done).once('close', done).once('error', done);
+      raw.resume();
+    });
+  }
+  return sendProblem(reply, 413, clientMessage(error), { code: error.code });
+}
+
 function clientMessage(error: FastifyError): string {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -109,7 +162,9 @@ function clientMessage(error: FastifyError): string {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return 'the body is too large';
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return 'the body is not valid JSON';
     default:
-      return error.statusCode === 400 ? 'the body is not valid JSON' : error.message;
+      // Fastify's own messages name the problem; a plugin's may name files or internals.
+      return error.code?.startsWith('FST_') ? error.message : `${TITLES[error.statusCode!] ?? 'client error'}: the request cannot be served as sent`;
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
+import { findUnstorableText } from '../store/storable-text.js';
 import { injectTraceContext } from '../observability/trace-context.js';
 import { outboxSql } from './sql.js';
 
@@ -50,7 +51,8 @@ function jsonText(value: unknown): string {
     throw new ValidationError('payload', 'must be serializable as JSON (no cycles, no BigInt)');
   }
   if (text === undefined) throw new ValidationError('payload', 'must be a JSON value');
-  if (text.includes('\\u0000')) throw new ValidationError('payload', 'must not contain the character U+0000');
+  const unstorable = findUnstorableText(value, 'payload');
+  if (unstorable) throw new ValidationError(unstorable.field, unstorable.reason);
   return text;
 }
 

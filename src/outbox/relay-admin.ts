@@ -4,6 +4,7 @@ import { ValidationError } from '../errors.js';
 import { holdingParkedStream, parkedHoldKey } from '../processing/parked-streams.js';
 import { saveProgress, NO_CHECKPOINT } from '../processing/progress.js';
 import { Counters } from '../processing/run-context.js';
+import { livenessOf, type RunLiveness } from '../processing/run-status.js';
 import { processingSql } from '../processing/sql.js';
 import type { EventStore } from '../store/event-store.js';
 import { LOG_START } from '../store/event.js';
@@ -17,6 +18,10 @@ export interface RelayStatus {
   /** `outbox`, or `events:` and the selection. */
   source: string;
   partitions: number;
+  /** From its runners' liveness: running, stopped (its last runner stopped), or dead (they are gone without stopping). */
+  status: Exclude<RunLiveness, 'completed'>;
+  /** When it stopped or died (its last sign of life); null while running. */
+  since: Date | null;
   /** Messages not yet published: after the relay's checkpoints, or parked. */
   pending: number;
   /** Age of the oldest message not yet published, in milliseconds; null when there is none. The relay's lag. */
@@ -41,6 +46,11 @@ interface RunRow {
   processor: string;
   source: string;
   partitions: number;
+  status: string;
+  updated_at: Date;
+  heartbeat_at: Date | null;
+  stopped_at: Date | null;
+  alive: boolean;
 }
 
 /** What a relay run reads, from the `source` its run row records. */
@@ -68,7 +78,6 @@ export function relayAdmin(store: EventStore) {
   const db = store.db;
   const s = quoteSchema(store.schema);
   const sql = processingSql(s);
-  const runsSql = `select run_id, processor, source, partitions from ${s}.processor_runs where mode = 'relay' order by run_id`;
   const parkedSql = `select p.processor, p.event_id, p.stream_id, p.position, p.reason, p.error, p.parked_at from ${s}.parked_events p
     join ${s}.processor_runs r on r.run_id = p.run_id and r.mode = 'relay'
     where ($1::text is null or p.run_id = $1) order by p.run_id, p.stream_id, p.position limit $2`;
@@ -124,15 +133,16 @@ export function relayAdmin(store: EventStore) {
 
   return {
     async status(): Promise<RelayStatus[]> {
-      const { rows } = await db.query<RunRow>(runsSql);
+      const { rows } = await db.query<RunRow>(sql.listRelayRuns);
       return Promise.all(rows.map(async (row) => {
         const [{ pending, lagMs }, parked, counters] = await Promise.all([
           relaySourceOf(store, row.source).pending(row.run_id, row.partitions),
           db.query<{ n: number }>(`select count(*)::int as n from ${s}.parked_events where run_id = $1`, [row.run_id]),
           db.query<{ name: RelayCounter; value: number }>(sql.counters, [row.run_id]),
         ]);
+        const { status, since } = livenessOf(row);
         return {
-          name: row.processor, runId: row.run_id, source: row.source, partitions: row.partitions, pending, lagMs,
+          name: row.processor, runId: row.run_id, source: row.source, partitions: row.partitions, status: status === 'completed' ? 'stopped' : status, since, pending, lagMs,
           parked: parked.rows[0]?.n ?? 0, counters: Object.fromEntries(counters.rows.map((c) => [c.name, Number(c.value)])),
         };
       }));

@@ -1,5 +1,5 @@
 import { quoteSchema } from '../db/schema-name.js';
-import { ValidationError } from '../errors.js';
+import { AmbiguousParkedEventError, ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
 import { validatePolicy } from './policy.js';
 import type { Processor } from './processor.js';
@@ -38,16 +38,21 @@ interface ParkedRow {
  * @example
  * ```ts
  * const parked = parkedEvents(store)
- * await parked.retry(processor, eventId) // runs the stream's parked events again, in order
+ * await parked.retry(processor, eventId, { runId: 'live:tips' }) // runs the stream's parked events again, in order
  * ```
  */
 export function parkedEvents(store: EventStore) {
   const sql = processingSql(quoteSchema(store.schema));
   const db = store.db;
 
-  async function find(eventId: string): Promise<{ processor: string; run_id: string; stream_id: string }> {
-    const { rows } = await db.query<{ processor: string; run_id: string; stream_id: string }>(sql.parkedEvent, [eventId]);
-    if (!rows[0]) throw new ValidationError('eventId', `no parked event ${eventId}`);
+  /**
+   * The one entry an action addresses: the event's entry in `runId`, or its only entry. An event
+   * parked in several runs (the live run, a replay fixing it) needs its run named.
+   */
+  async function find(eventId: string, runId?: string): Promise<{ processor: string; run_id: string; stream_id: string }> {
+    const { rows } = await db.query<{ processor: string; run_id: string; stream_id: string }>(sql.parkedEvent, [eventId, runId ?? null]);
+    if (!rows[0]) throw new ValidationError('eventId', `no parked event ${eventId}${runId === undefined ? '' : ` in run ${runId}`}`);
+    if (rows.length > 1) throw new AmbiguousParkedEventError(eventId, rows.map((row) => row.run_id));
     return rows[0];
   }
 
@@ -93,14 +98,23 @@ export function parkedEvents(store: EventStore) {
         position: Number(row.position), reason: row.reason, error: row.error, parkedAt: row.parked_at,
       }));
     },
-    /** Retries the parked event's stream from its first parked event. */
-    async retry(processor: Processor, eventId: string) {
-      const parked = await find(eventId);
+    /**
+     * The entry an action would address ({@link find}): throws a {@link ValidationError} when
+     * there is none, an {@link AmbiguousParkedEventError} when the event is parked in several
+     * runs and no `runId` names one.
+     */
+    async entry(eventId: string, options: { runId?: string } = {}): Promise<{ processor: string; runId: string; streamId: string }> {
+      const row = await find(eventId, options.runId);
+      return { processor: row.processor, runId: row.run_id, streamId: row.stream_id };
+    },
+    /** Retries the parked event's stream, in the run `runId` (needed when it is parked in several), from its first parked event. */
+    async retry(processor: Processor, eventId: string, options: { runId?: string } = {}) {
+      const parked = await find(eventId, options.runId);
       return retryStream(processor, parked.run_id, parked.stream_id);
     },
-    /** Gives up on one event (it is never handled), then retries the rest of its stream. */
-    async skip(processor: Processor, eventId: string) {
-      const parked = await find(eventId);
+    /** Gives up on one event in one run (it is never handled there), then retries the rest of its stream. */
+    async skip(processor: Processor, eventId: string, options: { runId?: string } = {}) {
+      const parked = await find(eventId, options.runId);
       return retryStream(processor, parked.run_id, parked.stream_id, eventId);
     },
   };

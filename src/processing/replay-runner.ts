@@ -10,6 +10,7 @@ import { processEvents } from './process-events.js';
 import type { Checkpointing } from './progress.js';
 import { openRunnerSession } from './runner-session.js';
 import { claimRun } from './runners/run-claim.js';
+import { holdRunAlive } from './runners/run-heartbeat.js';
 import { newRunId, RUN_ID } from './run-id.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
@@ -84,6 +85,7 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
   const sql = processingSql(quoteSchema(store.schema));
   const runner = await openRunnerSession(db, sql);
   let unclaim: (() => Promise<void>) | undefined;
+  let beating: { stop(): Promise<void> } | undefined;
   try {
     unclaim = await claimRun(runner, sql, store.schema, runId);
     const run: RunContext = {
@@ -107,6 +109,7 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     if (rows[0]!.processor !== processor.name || rows[0]!.simulate !== run.simulate) {
       throw new ValidationError('runId', `run ${runId} belongs to processor ${rows[0]!.processor}${rows[0]!.simulate ? ' (simulate)' : ''}; choose another run id`);
     }
+    beating = await holdRunAlive(db, sql, runId, runner.token);
     let checkpoint = (await loadCheckpoints(db, sql, runId, [0])).get(0) ?? LOG_START;
     const checkpointing: Checkpointing = { partitions: [0], at: (last) => last };
     const counters = new Counters();
@@ -157,6 +160,7 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     await db.query(sql.completeRun, [runId]);
     return { runId, total, counters: await runCounters(db, sql, runId) };
   } finally {
+    await beating?.stop();
     await unclaim?.();
     await runner.close();
   }

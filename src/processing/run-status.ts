@@ -3,13 +3,24 @@ import type { EventStore } from '../store/event-store.js';
 import { liveBacklog } from './live-backlog.js';
 import { processingSql } from './sql.js';
 
+/**
+ * A run's status, from its liveness: `running` while a runner of it holds its session lock,
+ * `completed` (a replay that handled its whole range), `stopped` (its last runner ended it), or
+ * `dead` (its runners are gone without stopping: killed, or their connection lost).
+ */
+export type RunLiveness = 'running' | 'completed' | 'stopped' | 'dead';
+
 /** A live or replay run: what it covers, how far it got, its counters and how far behind it is. */
 export interface RunStatus {
   runId: string;
   processor: string;
   mode: 'live' | 'replay';
   simulate: boolean;
-  status: 'running' | 'completed';
+  status: RunLiveness;
+  /** When it completed, stopped, or died (its last sign of life); null while running. */
+  since: Date | null;
+  /** The last time a runner of it was seen alive. */
+  lastSeenAt: Date | null;
   startedAt: Date;
   updatedAt: Date;
   window: { from: Date | null; to: Date | null; fromPosition: number | null; toPosition: number | null };
@@ -38,6 +49,18 @@ interface RunRow {
   started_at: Date;
   updated_at: Date;
   partitions: number | null;
+  heartbeat_at: Date | null;
+  stopped_at: Date | null;
+  alive: boolean;
+}
+
+/** The status of a run row and since when, from its liveness (see {@link RunLiveness}). */
+export function livenessOf(row: { status: string; alive: boolean; updated_at: Date; heartbeat_at: Date | null; stopped_at: Date | null }): { status: RunLiveness; since: Date | null } {
+  if (row.status === 'completed') return { status: 'completed', since: row.updated_at };
+  if (row.alive) return { status: 'running', since: null };
+  // The last runner to go decides: it stopped cleanly after every other sign of life, or not.
+  if (row.stopped_at && (!row.heartbeat_at || row.stopped_at >= row.heartbeat_at)) return { status: 'stopped', since: row.stopped_at };
+  return { status: 'dead', since: row.heartbeat_at ?? row.updated_at };
 }
 
 const DEFAULT_LIVE_PARTITIONS = 8;
@@ -70,7 +93,7 @@ export function runStatus(store: EventStore, options: { typesOf?: (processor: st
       const done = counters.events ?? 0;
       const total = nullableNumber(row.total_events);
       const base = {
-        runId: row.run_id, processor: row.processor, mode: row.mode, simulate: row.simulate, status: row.status,
+        runId: row.run_id, processor: row.processor, mode: row.mode, simulate: row.simulate, ...livenessOf(row), lastSeenAt: row.heartbeat_at,
         startedAt: row.started_at, updatedAt: row.updated_at,
         window: { from: row.window_from, to: row.window_to, fromPosition: nullableNumber(row.from_position), toPosition: nullableNumber(row.to_position) },
         counters, done,
@@ -79,7 +102,7 @@ export function runStatus(store: EventStore, options: { typesOf?: (processor: st
         const lag = await backlog.of(row.run_id, typesOf(row.processor), row.partitions ?? DEFAULT_LIVE_PARTITIONS, end);
         return { ...base, total: null, progress: null, lag: { events: lag.events, seconds: lag.oldestMs === null ? null : lag.oldestMs / 1000 } };
       }
-      const completed = row.status === 'completed';
+      const completed = base.status === 'completed';
       const progress = completed ? 1 : total ? Math.min(done / total, 1) : 0;
       return { ...base, total, progress, lag: { events: completed ? 0 : Math.max((total ?? 0) - done, 0), seconds: null } };
     }));

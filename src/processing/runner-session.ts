@@ -35,16 +35,25 @@ const END_LOST_BACKEND = `select pg_terminate_backend(l.pid) from pg_locks l
   where l.locktype = 'advisory' and l.classid = ${RUNNER_LOCK_CLASS}::oid and l.objid = ($1)::oid and l.objsubid = 2
     and l.granted and l.pid <> pg_backend_pid()`;
 
-async function lockedSession(db: Database, sql: ProcessingSql): Promise<{ token: number; session: Session }> {
+interface LockedSession {
+  token: number;
+  session: Session;
+  /** Gives the connection back to the pool, once: a lost session stays current until renewed, and may be found lost again. */
+  release(): Promise<void>;
+}
+
+async function lockedSession(db: Database, sql: ProcessingSql): Promise<LockedSession> {
   const session = await db.connect();
   const token = randomInt(1, 2 ** 31 - 1);
+  let released: Promise<void> | undefined;
+  const release = () => (released ??= session.release());
   try {
     await session.query(sql.lockRunner, [token]);
   } catch (err) {
-    await session.release();
+    await release();
     throw err;
   }
-  return { token, session };
+  return { token, session, release };
 }
 
 export async function openRunnerSession(db: Database, sql: ProcessingSql): Promise<RunnerSession> {
@@ -70,7 +79,7 @@ export async function openRunnerSession(db: Database, sql: ProcessingSql): Promi
         if (!isDatabaseUnavailable(err)) throw err;
       }
       const lost = current;
-      await lost.session.release().catch(() => undefined);
+      await lost.release().catch(() => undefined);
       const next = await lockedSession(db, sql);
       current = next;
       await next.session.query(END_LOST_BACKEND, [lost.token]).catch(() => undefined);
@@ -79,7 +88,7 @@ export async function openRunnerSession(db: Database, sql: ProcessingSql): Promi
     async close() {
       // A pg session is destroyed on release, its locks with it; PGlite's one session lives on.
       await current.session.query(sql.unlockRunner, [current.token]).catch(() => undefined);
-      await current.session.release();
+      await current.release();
     },
   };
 }

@@ -11,6 +11,20 @@ export function runnerIsGone(token: string): string {
 }
 
 /**
+ * Whether a run (`r`, a processor_runs row) has a runner alive now, exactly: a replay, when the
+ * lock of the runner session it recorded is held; a live run or a relay, when one of its group's
+ * runners holds its lock (a live run's group is its processor, a relay's its run id).
+ */
+function runAlive(s: string, r: string): string {
+  return `case when ${r}.mode = 'replay' then ${r}.runner_token is not null and not ${runnerIsGone(`${r}.runner_token`)}
+    else exists (select 1 from ${s}.processor_runners x
+      where x.processor = case when ${r}.mode = 'relay' then ${r}.run_id else ${r}.processor end and not ${runnerIsGone('x.runner_token')}) end`;
+}
+
+/** The run row of a runner group (`$1`: a processor's name for its live run, `relay:<name>` for a relay). */
+const groupRun = `run_id in ($1, 'live:' || $1) and mode in ('live', 'relay')`;
+
+/**
  * A reservation another run may take over (`row` the existing entry, `onFailure` the new run's
  * rule): only under `release`, and only when its lease ($7 ms) ran out or its owner is dead.
  */
@@ -85,13 +99,20 @@ export function processingSql(s: string) {
 
     /** Registers a run or finds it again; $11 what it reads (relays), $12 its partition count (live runs and relays). */
     startRun: `insert into ${s}.processor_runs (run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events, source, partitions)
-      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-      on conflict (run_id) do update set updated_at = now(), policy = excluded.policy, source = excluded.source,
+      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) -- heartbeat_at: see registerRunner
+      on conflict (run_id) do update set updated_at = now(), policy = excluded.policy, source = excluded.source, heartbeat_at = now(), stopped_at = null,
         partitions = coalesce(${s}.processor_runs.partitions, excluded.partitions),
         status = case when ${s}.processor_runs.status = 'completed' then 'completed' else 'running' end
       returning processor, mode, simulate, window_from, window_to, from_position, to_position, status, partitions`,
-    getRun: `select run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events, status, started_at, updated_at, source, partitions
-      from ${s}.processor_runs where run_id = $1`,
+    getRun: `select run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events, status, started_at, updated_at, source, partitions,
+        heartbeat_at, stopped_at, ${runAlive(s, 'r')} as alive
+      from ${s}.processor_runs r where run_id = $1`,
+    /** A replay's runner session ($2): the run is alive while its lock is held. */
+    holdRun: `update ${s}.processor_runs set runner_token = $2, heartbeat_at = now(), stopped_at = null where run_id = $1`,
+    /** A replay's sign of life, while it is the one holding the run. */
+    runHeartbeat: `update ${s}.processor_runs set heartbeat_at = now() where run_id = $1 and runner_token = $2`,
+    /** A replay ended (completed, failed or stopped) with its process alive: it stopped, it did not die. */
+    runStopped: `update ${s}.processor_runs set heartbeat_at = now(), stopped_at = now() where run_id = $1 and runner_token = $2`,
     completeRun: `update ${s}.processor_runs set status = 'completed', updated_at = now() where run_id = $1`,
     checkpoints: `select partition, tx_order, position from ${s}.processor_checkpoints where run_id = $1 and partition = any($2::int[])`,
     /**
@@ -142,8 +163,12 @@ export function processingSql(s: string) {
     diffTotals: `select projection, count(*) filter (where before is null)::bigint as added, count(*) filter (where before is not null)::bigint as changed
       from ${s}.replay_diffs where run_id = $1 group by projection order by projection`,
     /** Runs of mode $1 (null: live and replay), newest first. */
-    listRuns: `select run_id, processor, mode, simulate, window_from, window_to, from_position, to_position, total_events, status, started_at, updated_at, partitions
-      from ${s}.processor_runs where ($1::text is null and mode in ('live', 'replay')) or mode = $1 order by started_at desc, run_id limit $2`,
+    listRuns: `select run_id, processor, mode, simulate, window_from, window_to, from_position, to_position, total_events, status, started_at, updated_at, partitions,
+        heartbeat_at, stopped_at, ${runAlive(s, 'r')} as alive
+      from ${s}.processor_runs r where ($1::text is null and mode in ('live', 'replay')) or mode = $1 order by started_at desc, run_id limit $2`,
+    /** Relay runs with their liveness, by name. */
+    listRelayRuns: `select run_id, processor, source, partitions, status, updated_at, heartbeat_at, stopped_at, ${runAlive(s, 'r')} as alive
+      from ${s}.processor_runs r where mode = 'relay' order by run_id`,
     /** Counters of the runs in $1, one row per run and counter. */
     countersOfRuns: `select run_id, name, value from ${s}.run_counters where run_id = any($1::text[])`,
 
@@ -208,7 +233,9 @@ export function processingSql(s: string) {
     listParked: `select processor, run_id, event_id, stream_id, position, reason, error, parked_at from ${s}.parked_events
       where ($1::text is null or run_id = $1) order by run_id, stream_id, position limit $2`,
     parkedOfStream: `select event_id from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`,
-    parkedEvent: `select processor, run_id, stream_id from ${s}.parked_events where event_id = $1`,
+    /** The parked entries of event $1 in processor runs (relays' parked messages apart), of run $2 only unless null. */
+    parkedEvent: `select p.processor, p.run_id, p.stream_id from ${s}.parked_events p left join ${s}.processor_runs r on r.run_id = p.run_id
+      where p.event_id = $1 and ($2::text is null or p.run_id = $2) and r.mode is distinct from 'relay' order by p.run_id`,
     /** Parked rows per processor, apart for relays (parked messages) and processors (parked events). */
     parkedCounts: `select p.processor, coalesce(r.mode = 'relay', false) as relay, count(*)::bigint as n from ${s}.parked_events p
       left join ${s}.processor_runs r on r.run_id = p.run_id group by 1, 2 order by 1`,
@@ -230,12 +257,16 @@ export function processingSql(s: string) {
     unlockRunner: `select pg_advisory_unlock(${RUNNER_LOCK_CLASS}, $1)`,
     tryLockPartition: `select pg_try_advisory_lock(hashtext($1), $2) as locked`,
     unlockPartition: `select pg_advisory_unlock(hashtext($1), $2)`,
-    registerRunner: `insert into ${s}.processor_runners (processor, runner_token) values ($1, $2)
+    /** A runner of group $1 is alive: its row, and its run's heartbeat. */
+    registerRunner: `with beat as (update ${s}.processor_runs set heartbeat_at = now(), stopped_at = null where ${groupRun} returning 1)
+      insert into ${s}.processor_runners (processor, runner_token) values ($1, $2)
       on conflict (processor, runner_token) do update set heartbeat_at = now()`,
     /** Runners of a processor whose liveness lock is held: exact, no heartbeat timeout to wait out. */
     liveRunners: `select count(*)::int as n from ${s}.processor_runners r
       where r.processor = $1 and not ${runnerIsGone('r.runner_token')}`,
-    forgetRunner: `delete from ${s}.processor_runners where processor = $1 and runner_token = $2`,
+    /** A runner of group $1 stopped cleanly: its run stopped, unless another runner still holds it (see runAlive). */
+    forgetRunner: `with stop as (update ${s}.processor_runs set heartbeat_at = now(), stopped_at = now() where ${groupRun} returning 1)
+      delete from ${s}.processor_runners where processor = $1 and runner_token = $2`,
     forgetDeadRunners: `delete from ${s}.processor_runners r
       where r.processor = $1 and ${runnerIsGone('r.runner_token')}`,
   } as const;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ValidationError, type ExpectedVersion } from '../errors.js';
 import type { NewEvent } from './event.js';
+import { findUnstorableText } from './storable-text.js';
 
 export const MAX_STREAM_ID_LENGTH = 500;
 export const MAX_TYPE_LENGTH = 200;
@@ -31,8 +32,8 @@ function toJson(field: string, value: unknown): string {
   } catch {
     throw new ValidationError(field, 'must be serializable as JSON (no cycles, no BigInt)');
   }
-  // jsonb cannot store U+0000.
-  if (text.includes('\\u0000')) throw new ValidationError(field, 'must not contain the character U+0000');
+  const unstorable = findUnstorableText(value, field);
+  if (unstorable) throw new ValidationError(unstorable.field, unstorable.reason);
   return text;
 }
 
@@ -57,6 +58,10 @@ function prepareEvent(event: NewEvent, index: number, now: Date): PreparedEvent 
   if (type.length > MAX_TYPE_LENGTH) throw new ValidationError(`${at}.type`, `must be at most ${MAX_TYPE_LENGTH} characters`);
   if (occurredAt !== undefined && !(occurredAt instanceof Date && Number.isFinite(occurredAt.getTime()))) {
     throw new ValidationError(`${at}.occurredAt`, 'must be a valid Date');
+  }
+  if (occurredAt !== undefined && (occurredAt.getUTCFullYear() < 1 || occurredAt.getUTCFullYear() > 9999)) {
+    // PostgreSQL reads the ISO 8601 form only for years 1 to 9999 (toISOString writes +010000-… beyond).
+    throw new ValidationError(`${at}.occurredAt`, 'must be within years 0001 to 9999');
   }
   return {
     id: (id ?? randomUUID()).toLowerCase(),

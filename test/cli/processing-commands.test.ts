@@ -85,8 +85,16 @@ describe('the processing commands on the embedded database', () => {
     const list = await rastro(['parked', 'list', '--run-id', 'picky-1']);
     expect(list.stdout).toContain('cannot handle order bad');
     const eventId = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\s/m.exec(list.stdout)?.[1];
-    const retried = await rastro(['parked', 'retry', eventId!, '--processors', FIXTURE], { PICKY_FIXED: '1' });
-    expect(retried.stdout).toContain('1 handled, 0 still parked');
+    // A second run parks it too: the event id alone no longer says which entry to act on.
+    await rastro(['replay', 'picky', '--processors', FIXTURE, '--run-id', 'picky-2']);
+    const ambiguous = await rastro(['parked', 'retry', eventId!, '--processors', FIXTURE], { PICKY_FIXED: '1' }).catch((err: { code: number; stderr: string }) => err);
+    expect(ambiguous).toMatchObject({ code: 1 });
+    expect((ambiguous as { stderr: string }).stderr).toContain('is parked in 2 runs (picky-1, picky-2); name the run whose entry to act on [RASTRO_PARKED_EVENT_AMBIGUOUS]');
+    const retried = await rastro(['parked', 'retry', eventId!, '--run-id', 'picky-1', '--processors', FIXTURE], { PICKY_FIXED: '1' });
+    expect(retried.stdout).toContain('run picky-1: 1 handled, 0 still parked');
+    expect((await rastro(['parked', 'list'])).stdout).toMatch(new RegExp(`${eventId}\\s+picky-2`));
+    const skipped = await rastro(['parked', 'skip', eventId!, '--processors', FIXTURE]);
+    expect(skipped.stdout).toContain('run picky-2: 0 handled, 0 still parked');
     expect((await rastro(['parked', 'list'])).stdout).toContain('no parked events');
     expect((await rastro(['sweep'])).stdout).toContain('abandoned reservations: 0 moved to uncertain');
   });

@@ -112,7 +112,7 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
     try {
       await parked.getByRole('button', { name: 'Retry' }).click();
       await page.getByRole('dialog', { name: 'Retry parked event' }).getByRole('button', { name: 'Retry' }).click();
-      await expect.poll(() => page.locator('#review-result').textContent()).toBe(`Retried event ${eventId}: 1 handled, 0 still parked`);
+      await expect.poll(() => page.locator('#review-result').textContent()).toBe(`Retried event ${eventId} in run live:tips: 1 handled, 0 still parked`);
     } finally {
       delete process.env.TIPS_FIXED;
     }

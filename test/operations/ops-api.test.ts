@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { backends } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
-import { opsApp, seedTips } from '../support/ops-fixture.js';
+import { runReplay } from '../../src/processing/replay-runner.js';
+import { opsApp, seedTips, TIPS_POLICY } from '../support/ops-fixture.js';
 
 const post = (app: FastifyInstance, url: string, body: unknown, headers: Record<string, string> = {}) =>
   app.inject({ method: 'POST', url, payload: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
@@ -84,12 +85,41 @@ describe.each(backends())('operations API on $name', (backend) => {
     expect((await post(ops.app, `/ops/parked-events/00000000-0000-4000-8000-000000000000/skip`, {})).statusCode).toBe(404);
 
     const failing = await post(ops.app, url, {});
-    expect(failing.json()).toEqual({ action: 'retry', handled: 0, stillParked: 1 });
+    expect(failing.json()).toEqual({ action: 'retry', runId: 'live:tips', handled: 0, stillParked: 1 });
     ops.world.fixed = true;
-    expect((await post(ops.app, url, {})).json()).toEqual({ action: 'retry', handled: 1, stillParked: 0 });
+    expect((await post(ops.app, url, {})).json()).toEqual({ action: 'retry', runId: 'live:tips', handled: 1, stillParked: 0 });
     expect((await ops.app.inject({ url: '/ops/parked-events' })).json().parked).toEqual([]);
     const row = await ops.db.query<{ doc: { cents: number } }>(`select doc from "${ops.schema}".projections where projection = 'tip' and key = 'tip-5'`);
     expect(row.rows[0]?.doc).toEqual({ cents: 500 });
+  });
+
+  it('acts on the parked entry of the run it names, and refuses an event parked in several runs without one', async () => {
+    const ops = await opsApp(backend);
+    await seedTips(ops.store, ops.world);
+    // A real replay parks tip-5 again: the event has one entry per run.
+    await runReplay(ops.world.processor, { store: ops.store, runId: 'tips-again', policy: TIPS_POLICY });
+    const list = (await ops.app.inject({ url: '/ops/parked-events' })).json().parked as { runId: string; eventId: string }[];
+    expect(list.map((p) => p.runId).sort()).toEqual(['live:tips', 'tips-again']);
+    const eventId = list[0]!.eventId;
+    expect(list[1]!.eventId).toBe(eventId);
+    const rows = async () => (await ops.db.query<{ run_id: string }>(`select run_id from "${ops.schema}".parked_events order by run_id`)).rows.map((r) => r.run_id);
+
+    const ambiguous = await post(ops.app, `/ops/parked-events/${eventId}/skip`, {});
+    expect(ambiguous.statusCode).toBe(409);
+    expect(ambiguous.json()).toMatchObject({ code: 'RASTRO_PARKED_EVENT_AMBIGUOUS', runs: ['live:tips', 'tips-again'] });
+    expect(await rows()).toEqual(['live:tips', 'tips-again']);
+
+    // The same call three times acts on the same entry: once, then there is nothing left to act on.
+    const url = `/ops/parked-events/${encodeURIComponent('tips-again')}/${eventId}/skip`;
+    expect((await post(ops.app, url, {})).json()).toEqual({ action: 'skip', runId: 'tips-again', handled: 0, stillParked: 0 });
+    for (let i = 0; i < 2; i++) expect((await post(ops.app, url, {})).json()).toMatchObject({ status: 404, code: 'RASTRO_NOT_FOUND' });
+    expect(await rows()).toEqual(['live:tips']);
+    expect((await post(ops.app, `/ops/parked-events/bad%20run/${eventId}/retry`, {})).json()).toMatchObject({ status: 400, field: 'runId' });
+
+    // Parked in one run only, the event id alone names it.
+    ops.world.fixed = true;
+    expect((await post(ops.app, `/ops/parked-events/${eventId}/retry`, {})).json()).toEqual({ action: 'retry', runId: 'live:tips', handled: 1, stillParked: 0 });
+    expect(await rows()).toEqual([]);
   });
 
   it('starts a simulate replay, reports its progress and pages its diff', async () => {

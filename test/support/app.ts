@@ -12,6 +12,8 @@ export interface TestApp extends Services {
   /** Opens an account and returns its id. */
   openAccount(owner?: string): Promise<string>;
   eventCount(): Promise<number>;
+  /** The number of rows of every table of the schema, by table name. */
+  rowCounts(): Promise<Record<string, number>>;
 }
 
 /** The HTTP app on a fresh schema of the backend. */
@@ -37,6 +39,18 @@ export async function testApp(
     async eventCount() {
       const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from "${schema}".events`);
       return rows[0]!.n;
+    },
+    async rowCounts() {
+      const { rows: tables } = await db.query<{ name: string }>(
+        `select table_name as name from information_schema.tables where table_schema = $1 and table_type = 'BASE TABLE' order by 1`,
+        [schema],
+      );
+      const counts: Record<string, number> = {};
+      for (const { name } of tables) {
+        const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from "${schema}"."${name}"`);
+        counts[name] = rows[0]!.n;
+      }
+      return counts;
     },
   };
   return testApp;
