@@ -49,6 +49,10 @@ export interface RastroOptions {
   natsDuplicateWindowSeconds?: number;
   /** The RabbitMQ exchange (a durable topic exchange). @defaultValue `RASTRO_AMQP_EXCHANGE`, else `rastro` */
   amqpExchange?: string;
+  /** Seconds the inbox's JetStream durable waits for an acknowledgement before it redelivers. @defaultValue `RASTRO_INBOX_ACK_WAIT_SECONDS`, else 30 */
+  inboxAckWaitSeconds?: number;
+  /** Deliveries the inbox may hold unacknowledged: the durable's max_ack_pending on NATS, the prefetch on RabbitMQ. @defaultValue `RASTRO_INBOX_MAX_ACK_PENDING`, else 256 */
+  inboxMaxAckPending?: number;
   /** Published outbox messages are deleted after this many days. @defaultValue `RASTRO_OUTBOX_RETENTION_DAYS`, else 7 */
   outboxRetentionDays?: number;
   /** `delete` (bounded batches) or `daily-partitions` (whole days dropped). @defaultValue `RASTRO_OUTBOX_RETENTION`, else `delete` */
@@ -104,6 +108,8 @@ export interface RastroConfig {
   readonly natsStream: string;
   readonly natsDuplicateWindowSeconds: number;
   readonly amqpExchange: string;
+  readonly inboxAckWaitSeconds: number;
+  readonly inboxMaxAckPending: number;
   readonly outboxRetentionDays: number;
   readonly outboxRetention: 'delete' | 'daily-partitions';
   readonly orderAlertUrl: string | undefined;
@@ -148,6 +154,8 @@ function brokerOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
     natsStream: parseToken('RASTRO_NATS_STREAM', options.natsStream ?? (env.RASTRO_NATS_STREAM || 'RASTRO')),
     natsDuplicateWindowSeconds: parseCount('RASTRO_NATS_DUPLICATE_WINDOW_SECONDS', options.natsDuplicateWindowSeconds ?? (env.RASTRO_NATS_DUPLICATE_WINDOW_SECONDS || 120), 1),
     amqpExchange: parseToken('RASTRO_AMQP_EXCHANGE', options.amqpExchange ?? (env.RASTRO_AMQP_EXCHANGE || 'rastro')),
+    inboxAckWaitSeconds: parseCount('RASTRO_INBOX_ACK_WAIT_SECONDS', options.inboxAckWaitSeconds ?? (env.RASTRO_INBOX_ACK_WAIT_SECONDS || 30), 1),
+    inboxMaxAckPending: parseCount('RASTRO_INBOX_MAX_ACK_PENDING', options.inboxMaxAckPending ?? (env.RASTRO_INBOX_MAX_ACK_PENDING || 256), 1),
     outboxRetentionDays: parseCount('RASTRO_OUTBOX_RETENTION_DAYS', options.outboxRetentionDays ?? (env.RASTRO_OUTBOX_RETENTION_DAYS || 7), 0),
     outboxRetention: retention,
   } as const;
