@@ -9,14 +9,16 @@ export interface Delivery {
   raw: { messageId: string | null; source: string; headers: Record<string, string>; body: string; bytes?: Uint8Array };
   /** Acknowledges: the broker will not deliver it again. Only after it is committed (or dead-lettered). */
   ack(): Promise<void>;
-  /** Hands it back for a later redelivery (storing failed for a reason that may pass). */
+  /** Hands it back for a later redelivery. The inbox does not: it retries in place, to keep the order. */
   retry(): Promise<void>;
+  /** Tells the broker the delivery is still being worked on (JetStream: resets its ack wait). */
+  inProgress?(): Promise<void>;
 }
 
 /** Where the inbox reads from: a JetStream consumer or a RabbitMQ queue. */
 export interface BrokerConsumer {
   readonly kind: 'nats' | 'amqp';
-  /** Calls `handle` for each delivery, one at a time, until `stop`; reconnects on its own. */
+  /** Calls `handle` for each delivery, one at a time, in the broker's order, until `stop`; reconnects on its own. */
   run(handle: (delivery: Delivery) => Promise<void>, onError?: (err: unknown) => void): Promise<void>;
   stop(): Promise<void>;
 }

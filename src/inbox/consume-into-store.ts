@@ -14,7 +14,7 @@ export interface InboxOptions {
   consumer: BrokerConsumer;
   /** The stream a message is appended to. @defaultValue its aggregate id */
   streamOf?: (message: BrokerMessage) => string;
-  /** Called when storing fails for a reason that may pass (the database is down): the delivery is handed back. */
+  /** Called when storing fails for a reason that may pass (the database is down): the same delivery is tried again. */
   onError?: (err: unknown) => void;
   /** Wait after a failed store before taking the next delivery, doubling up to 5 s. @defaultValue 100 */
   backoffMs?: number;
@@ -143,22 +143,36 @@ export function consumeIntoStore(options: InboxOptions): Inbox {
     await delivery.ack();
   }
 
+  /**
+   * Stores one delivery, trying it again in place while storing fails for a reason that may pass:
+   * handing it back would let the deliveries behind it overtake it. Stopped meanwhile, it leaves
+   * the delivery unacknowledged, and the broker gives it to the next reader.
+   */
   async function handle(delivery: Delivery): Promise<void> {
-    try {
-      await consume(delivery);
-      failures = 0;
-    } catch (err) {
-      options.onError?.(err);
-      failures++;
-      await delivery.retry().catch(() => undefined);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5000, (options.backoffMs ?? 100) * 2 ** (failures - 1))));
+    for (;;) {
+      try {
+        await consume(delivery);
+        failures = 0;
+        return;
+      } catch (err) {
+        if (stopped) return;
+        options.onError?.(err);
+        failures++;
+        await delivery.inProgress?.().catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5000, (options.backoffMs ?? 100) * 2 ** (failures - 1))));
+        if (stopped) return;
+      }
     }
   }
 
+  let stopped = false;
   const done = consumer.run(handle, options.onError);
   return {
     counts,
-    stop: () => consumer.stop(),
+    stop: () => {
+      stopped = true;
+      return consumer.stop();
+    },
     done,
   };
 }
