@@ -56,8 +56,17 @@ function ledgerJson(s: string, ids: string, types: string): string {
        where f.event_id = any(${ids}) and f.effect_type = any(${types}) group by f.effect_type) t`;
 }
 
-/** Processing statements for one schema (`s` validated and quoted). */
-export function processingSql(s: string) {
+/** A diff row the run would add: nothing before, stored as JSON null (or SQL NULL). */
+const diffNew = `before is null or before = 'null'::jsonb`;
+
+/**
+ * Processing statements for one schema (`s` validated and quoted). With `simulate`, a run's own
+ * parking statements (park, blocked streams, unpark) use the simulate run's record of its
+ * failures, `simulate_failures`, instead of the operational queue: a dry run parks nothing an
+ * operator is asked to act on, and no figure or alert counts it.
+ */
+export function processingSql(s: string, options: { simulate?: boolean } = {}) {
+  const parked = options.simulate ? `${s}.simulate_failures` : `${s}.parked_events`;
   /**
    * The next events for a run, with the store's no-skip rule. $1/$2 checkpoint, $3 limit,
    * $4 types, $5/$6 occurredAt window, $7/$8 position range, $9 partition count, $10 partitions.
@@ -161,7 +170,8 @@ export function processingSql(s: string) {
       where run_id = $1 and ($2::text is null or projection = $2) and ($3::text is null or strpos(key, $3) > 0)
       order by projection, key limit $4 offset $5`,
     /** A run's diff totals per projection: keys it would add (no row before) and keys it would change. */
-    diffTotals: `select projection, count(*) filter (where before is null)::bigint as added, count(*) filter (where before is not null)::bigint as changed
+    // A key with no row before is stored as JSON null (an SQL NULL would do too): both are new.
+    diffTotals: `select projection, count(*) filter (where ${diffNew})::bigint as added, count(*) filter (where not (${diffNew}))::bigint as changed
       from ${s}.replay_diffs where run_id = $1 group by projection order by projection`,
     /** Runs of mode $1 (null: live and replay), newest first. */
     listRuns: `select run_id, processor, mode, simulate, window_from, window_to, from_position, to_position, total_events, status, started_at, updated_at, partitions,
@@ -229,13 +239,16 @@ export function processingSql(s: string) {
     /** The ledger entries of events $1 for effect types $2 (see {@link ledgerJson}). */
     ledgerOfEvents: ledgerJson(s, '$1::uuid[]', '$2::text[]'),
     /** Streams with parked events: few, so all of them rather than a lookup per stream of the batch. */
-    blockedStreams: `select distinct stream_id from ${s}.parked_events where run_id = $1`,
-    parkMany: `insert into ${s}.parked_events (processor, run_id, event_id, stream_id, position, reason, error)
+    blockedStreams: `select distinct stream_id from ${parked} where run_id = $1`,
+    parkMany: `insert into ${parked} (processor, run_id, event_id, stream_id, position, reason, error)
       select $1, $2, * from unnest($3::uuid[], $4::text[], $5::bigint[], $6::text[], $7::text[])
       on conflict (run_id, event_id) do update set reason = excluded.reason, error = excluded.error, parked_at = now()`,
     listParked: `select processor, run_id, event_id, stream_id, position, reason, error, parked_at from ${s}.parked_events
       where ($1::text is null or run_id = $1) order by run_id, stream_id, position limit $2`,
-    parkedOfStream: `select event_id from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`,
+    parkedOfStream: `select event_id from ${parked} where run_id = $1 and stream_id = $2 order by position`,
+    /** A simulate run's failures ($1), in log order, at most $2. */
+    simulateFailures: `select processor, run_id, event_id, stream_id, position, reason, error, parked_at, count(*) over ()::bigint as total
+      from ${s}.simulate_failures where run_id = $1 order by stream_id, position limit $2`,
     /** The parked entries of event $1 in processor runs (relays' parked messages apart), of run $2 only unless null. */
     parkedEvent: `select p.processor, p.run_id, p.stream_id from ${s}.parked_events p left join ${s}.processor_runs r on r.run_id = p.run_id
       where p.event_id = $1 and ($2::text is null or p.run_id = $2) and r.mode is distinct from 'relay' order by p.run_id`,
@@ -251,10 +264,10 @@ export function processingSql(s: string) {
     holdParkedStreams: `select count(pg_advisory_xact_lock(hashtext($1), hashtext(s.stream_id)))::int as held
       from (select distinct unnest($2::text[]) as stream_id order by 1) s`,
     releasedStreams: `select s.stream_id from unnest($2::text[]) as s(stream_id)
-      where not exists (select 1 from ${s}.parked_events p where p.run_id = $1 and p.stream_id = s.stream_id)`,
+      where not exists (select 1 from ${parked} p where p.run_id = $1 and p.stream_id = s.stream_id)`,
     holdParkedStreamForRetry: `select pg_advisory_lock(hashtext($1), hashtext($2))`,
     releaseParkedStreamForRetry: `select pg_advisory_unlock(hashtext($1), hashtext($2))`,
-    unparkMany: `delete from ${s}.parked_events where run_id = $1 and event_id = any($2::uuid[])`,
+    unparkMany: `delete from ${parked} where run_id = $1 and event_id = any($2::uuid[])`,
 
     lockRunner: `select pg_advisory_lock(${RUNNER_LOCK_CLASS}, $1)`,
     unlockRunner: `select pg_advisory_unlock(${RUNNER_LOCK_CLASS}, $1)`,
