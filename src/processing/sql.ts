@@ -197,13 +197,13 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
        -- One lock order for every runner: two reservations racing for the same new keys queue.
        order by k.key
       on conflict (key) do update
-        set run_id = excluded.run_id, owner_token = excluded.owner_token, on_failure = excluded.on_failure, reserved_at = now(), updated_at = now()
+        set run_id = excluded.run_id, owner_token = excluded.owner_token, on_failure = excluded.on_failure, reserved_at = now(), updated_at = now(), state_since = now()
         where ${takeable(`${s}.effects`, 'excluded.on_failure')}
       returning key`,
-    completeEffects: `update ${s}.effects e set state = 'done', result = k.result, updated_at = now()
+    completeEffects: `update ${s}.effects e set state = 'done', result = k.result, updated_at = now(), state_since = now()
       from unnest($1::text[], $2::jsonb[]) as k(key, result)
       where e.key = k.key and e.owner_token = $3 and e.state = 'reserved'`,
-    markUncertain: `update ${s}.effects e set state = 'uncertain', error = k.error, updated_at = now()
+    markUncertain: `update ${s}.effects e set state = 'uncertain', error = k.error, updated_at = now(), state_since = now()
       from unnest($1::text[], $2::text[]) as k(key, error)
       where e.key = k.key and e.owner_token = $3 and e.state = 'reserved'`,
     release: `delete from ${s}.effects where key = $1 and owner_token = $2 and state = 'reserved'`,
@@ -211,7 +211,7 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
      * Reservations whose owner is dead or whose lease ran out: keep → uncertain, release → deleted.
      * Effects made on a request's path (owner token 0, no runner) are left to reconciliation.
      */
-    sweepKeep: `update ${s}.effects e set state = 'uncertain', error = 'reservation abandoned: the call may or may not have happened', updated_at = now()
+    sweepKeep: `update ${s}.effects e set state = 'uncertain', error = 'reservation abandoned: the call may or may not have happened', updated_at = now(), state_since = now()
       where e.state = 'reserved' and e.on_failure = 'keep' and e.owner_token <> $2 and e.owner_token <> 0
         and (e.reserved_at < now() - $1 * interval '1 millisecond' or ${runnerIsGone('e.owner_token')})
       returning key`,
@@ -219,18 +219,23 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
       where e.state = 'reserved' and e.on_failure = 'release' and e.owner_token <> $2 and e.owner_token <> 0
         and (e.reserved_at < now() - $1 * interval '1 millisecond' or ${runnerIsGone('e.owner_token')})
       returning key`,
-    listEffects: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, checks, check_after
-      from ${s}.effects where ($1::text is null or state = $1) order by updated_at desc limit $2`,
+    /** Entries newest first: of state $1, of states $3, not of types $4 (each null: any). */
+    listEffects: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, state_since, checks, check_after
+      from ${s}.effects where ($1::text is null or state = $1) and ($3::text[] is null or state = any($3::text[])) and ($4::text[] is null or effect_type <> all($4::text[]))
+      order by updated_at desc limit $2`,
+    /** How many entries are in states $1, of types $2 (null: any) and not of types $3 (null: none apart). */
+    countEffects: `select count(*)::bigint as n from ${s}.effects
+      where state = any($1::text[]) and ($2::text[] is null or effect_type = any($2::text[])) and ($3::text[] is null or effect_type <> all($3::text[]))`,
     // A person's confirmation is the outcome: a JSON null result, as for a call that returned nothing.
-    resolveDone: `update ${s}.effects set state = 'done', result = coalesce(result, 'null'::jsonb), error = null, checked_by = null, check_after = null, updated_at = now()
+    resolveDone: `update ${s}.effects set state = 'done', result = coalesce(result, 'null'::jsonb), error = null, checked_by = null, check_after = null, updated_at = now(), state_since = now()
       where key = $1 and state in ('uncertain', 'needs-review') returning key, event_id, effect_type, state, result, error`,
-    resolveFailed: `update ${s}.effects set state = 'failed', error = $2, checked_by = null, check_after = null, updated_at = now()
+    resolveFailed: `update ${s}.effects set state = 'failed', error = $2, checked_by = null, check_after = null, updated_at = now(), state_since = now()
       where key = $1 and state in ('uncertain', 'needs-review') returning key, event_id, effect_type, state, result, error`,
     /** Only an event's effect can be released: the next run that reaches the event performs it. */
     resolveRetry: `delete from ${s}.effects where key = $1 and state in ('uncertain', 'needs-review') and event_id is not null
       returning key, event_id, effect_type, state, result, error`,
     effectState: `select state, event_id from ${s}.effects where key = $1`,
-    effectByKey: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, checks, check_after from ${s}.effects where key = $1`,
+    effectByKey: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, state_since, checks, check_after from ${s}.effects where key = $1`,
     /** Ledger entries by state: the open ones on the effects_open index, done ones by count. */
     effectsByState: `select state, count(*)::bigint as n from ${s}.effects group by state`,
     /** Entries in one state ($1) by effect type, on the effects_open index: the review queue's size per provider. */

@@ -25,6 +25,11 @@ describe.each(backends())('operations API on $name', (backend) => {
     });
     expect(figures.effects).toMatchObject({ done: 3, uncertain: 1 });
     expect(figures.parked).toMatchObject({ events: 1, messages: 0, eventsByProcessor: { tips: 1 } });
+    // The review queue's figures count what its lists hold.
+    const waiting = (await ops.app.inject({ url: '/ops/effects?queue=review' })).json().effects;
+    expect(figures.review).toEqual({ charges: 0, effects: waiting.length });
+    expect(waiting).toHaveLength(1);
+    expect(new Date(waiting[0].stateSince).getTime()).toBeLessThanOrEqual(new Date(waiting[0].updatedAt).getTime());
     expect(figures.processors).toEqual([{ processor: 'tips', runId: 'live:tips', eventsBehind: 0, secondsBehind: null }]);
     expect(figures.normalizer).toEqual({ eventsBehind: 0, secondsBehind: null });
     // One snapshot the normalizer has not seen.
