@@ -12,6 +12,7 @@ const ALONE = [
   'test/cli/serve-outage.test.ts',
   'test/deploy/roles.test.ts',
   'test/charges/charge-crash.test.ts',
+  'test/brokers/inbox-order.test.ts',
 ];
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: 'forks' as const };
 

@@ -20,7 +20,8 @@ const RUNS = process.env.BENCH_RUNS ? Math.max(1, Number(process.env.BENCH_RUNS)
 const runsOf = (section) => RUNS ?? section.runs ?? 3;
 const RESULTS_PATH = fileURLToPath(new URL('./results.json', import.meta.url));
 const DOC_PATH = fileURLToPath(new URL('../docs/BENCHMARKS.md', import.meta.url));
-const COMMAND = 'DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench';
+/** The command as run, against the server it measured (a password is hidden). */
+const command = (section) => `DATABASE_URL=${describeUrl()} npm run build && node bench/run.js ${section.name}`;
 
 function runChild(contender, run) {
   return new Promise((resolve, reject) => {
@@ -67,7 +68,7 @@ function docBody(section, { lines, medians }, serverVersion) {
 Command:
 
 \`\`\`sh
-${COMMAND}
+${command(section)}
 \`\`\`
 
 Machine: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), PostgreSQL ${serverVersion} with default

@@ -22,6 +22,17 @@ export interface RastroOptions {
   logLevel?: string;
   /** Required for a non-loopback `host`. @defaultValue `RASTRO_API_KEY` */
   apiKey?: string;
+  /**
+   * Without an API key the server answers only to the loopback names; these host names too
+   * (comma-separated in the environment). Ignored with a key. @defaultValue `RASTRO_ALLOWED_HOSTS`, else none
+   */
+  allowedHosts?: string[];
+  /** Seconds a client has to send its request headers. @defaultValue `RASTRO_HEADERS_TIMEOUT_SECONDS`, else 10 */
+  headersTimeoutSeconds?: number;
+  /** Seconds a client has to send its whole request, body included. @defaultValue `RASTRO_REQUEST_TIMEOUT_SECONDS`, else 30 */
+  requestTimeoutSeconds?: number;
+  /** Seconds an idle keep-alive connection is kept open. @defaultValue `RASTRO_KEEP_ALIVE_TIMEOUT_SECONDS`, else 5 */
+  keepAliveTimeoutSeconds?: number;
   /** Account snapshot interval in events; 0 turns snapshots off. @defaultValue `RASTRO_SNAPSHOT_EVERY`, else 100 */
   snapshotEvery?: number;
   /** How long idempotency keys are kept, in seconds. @defaultValue `RASTRO_IDEMPOTENCY_TTL_SECONDS`, else 86400 */
@@ -38,6 +49,10 @@ export interface RastroOptions {
   natsDuplicateWindowSeconds?: number;
   /** The RabbitMQ exchange (a durable topic exchange). @defaultValue `RASTRO_AMQP_EXCHANGE`, else `rastro` */
   amqpExchange?: string;
+  /** Seconds the inbox's JetStream durable waits for an acknowledgement before it redelivers. @defaultValue `RASTRO_INBOX_ACK_WAIT_SECONDS`, else 30 */
+  inboxAckWaitSeconds?: number;
+  /** Deliveries the inbox may hold unacknowledged: the durable's max_ack_pending on NATS, the prefetch on RabbitMQ. @defaultValue `RASTRO_INBOX_MAX_ACK_PENDING`, else 256 */
+  inboxMaxAckPending?: number;
   /** Published outbox messages are deleted after this many days. @defaultValue `RASTRO_OUTBOX_RETENTION_DAYS`, else 7 */
   outboxRetentionDays?: number;
   /** `delete` (bounded batches) or `daily-partitions` (whole days dropped). @defaultValue `RASTRO_OUTBOX_RETENTION`, else `delete` */
@@ -81,6 +96,10 @@ export interface RastroConfig {
   readonly host: string;
   readonly logLevel: string;
   readonly apiKey: string | undefined;
+  readonly allowedHosts: readonly string[];
+  readonly headersTimeoutSeconds: number;
+  readonly requestTimeoutSeconds: number;
+  readonly keepAliveTimeoutSeconds: number;
   readonly snapshotEvery: number;
   readonly idempotencyTtlSeconds: number;
   readonly brokerUrl: string | undefined;
@@ -89,6 +108,8 @@ export interface RastroConfig {
   readonly natsStream: string;
   readonly natsDuplicateWindowSeconds: number;
   readonly amqpExchange: string;
+  readonly inboxAckWaitSeconds: number;
+  readonly inboxMaxAckPending: number;
   readonly outboxRetentionDays: number;
   readonly outboxRetention: 'delete' | 'daily-partitions';
   readonly orderAlertUrl: string | undefined;
@@ -133,6 +154,8 @@ function brokerOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
     natsStream: parseToken('RASTRO_NATS_STREAM', options.natsStream ?? (env.RASTRO_NATS_STREAM || 'RASTRO')),
     natsDuplicateWindowSeconds: parseCount('RASTRO_NATS_DUPLICATE_WINDOW_SECONDS', options.natsDuplicateWindowSeconds ?? (env.RASTRO_NATS_DUPLICATE_WINDOW_SECONDS || 120), 1),
     amqpExchange: parseToken('RASTRO_AMQP_EXCHANGE', options.amqpExchange ?? (env.RASTRO_AMQP_EXCHANGE || 'rastro')),
+    inboxAckWaitSeconds: parseCount('RASTRO_INBOX_ACK_WAIT_SECONDS', options.inboxAckWaitSeconds ?? (env.RASTRO_INBOX_ACK_WAIT_SECONDS || 30), 1),
+    inboxMaxAckPending: parseCount('RASTRO_INBOX_MAX_ACK_PENDING', options.inboxMaxAckPending ?? (env.RASTRO_INBOX_MAX_ACK_PENDING || 256), 1),
     outboxRetentionDays: parseCount('RASTRO_OUTBOX_RETENTION_DAYS', options.outboxRetentionDays ?? (env.RASTRO_OUTBOX_RETENTION_DAYS || 7), 0),
     outboxRetention: retention,
   } as const;
@@ -187,6 +210,19 @@ function parsePort(value: string | number): number {
   return port;
 }
 
+/** The keyless server's extra host names and the timeouts of slow clients. */
+function httpEdgeOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
+  const allowedHosts = options.allowedHosts ?? (env.RASTRO_ALLOWED_HOSTS ?? '').split(',').map((host) => host.trim()).filter(Boolean);
+  for (const host of allowedHosts) {
+    if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(host)) throw new ConfigError(`RASTRO_ALLOWED_HOSTS: ${JSON.stringify(host)} is not a host name`);
+  }
+  const headersTimeoutSeconds = parseCount('RASTRO_HEADERS_TIMEOUT_SECONDS', options.headersTimeoutSeconds ?? (env.RASTRO_HEADERS_TIMEOUT_SECONDS || 10), 1);
+  const requestTimeoutSeconds = parseCount('RASTRO_REQUEST_TIMEOUT_SECONDS', options.requestTimeoutSeconds ?? (env.RASTRO_REQUEST_TIMEOUT_SECONDS || 30), 1);
+  if (requestTimeoutSeconds < headersTimeoutSeconds) throw new ConfigError('RASTRO_REQUEST_TIMEOUT_SECONDS must be at least RASTRO_HEADERS_TIMEOUT_SECONDS');
+  const keepAliveTimeoutSeconds = parseCount('RASTRO_KEEP_ALIVE_TIMEOUT_SECONDS', options.keepAliveTimeoutSeconds ?? (env.RASTRO_KEEP_ALIVE_TIMEOUT_SECONDS || 5), 1);
+  return { allowedHosts: Object.freeze(allowedHosts), headersTimeoutSeconds, requestTimeoutSeconds, keepAliveTimeoutSeconds };
+}
+
 /**
  * Resolves and validates the configuration once; the result is frozen.
  *
@@ -213,6 +249,7 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     host: options.host ?? (env.HOST || '127.0.0.1'),
     logLevel,
     apiKey: options.apiKey ?? (env.RASTRO_API_KEY || undefined),
+    ...httpEdgeOptions(options, env),
     snapshotEvery: parseCount('RASTRO_SNAPSHOT_EVERY', options.snapshotEvery ?? (env.RASTRO_SNAPSHOT_EVERY || 100), 0),
     idempotencyTtlSeconds: parseCount('RASTRO_IDEMPOTENCY_TTL_SECONDS', options.idempotencyTtlSeconds ?? (env.RASTRO_IDEMPOTENCY_TTL_SECONDS || 86_400), 1),
     ...brokerOptions(options, env),

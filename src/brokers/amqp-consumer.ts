@@ -19,7 +19,7 @@ function toDelivery(channel: Channel, m: ConsumeMessage): Delivery {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(m.properties.headers ?? {})) if (value !== undefined && value !== null) headers[name.toLowerCase()] = String(value);
   return {
-    raw: { messageId: m.properties.messageId ?? null, source: m.fields.routingKey, headers, body: m.content.toString('utf8') },
+    raw: { messageId: m.properties.messageId ?? null, source: m.fields.routingKey, headers, body: m.content.toString('utf8'), bytes: m.content },
     ack: async () => channel.ack(m),
     retry: async () => channel.nack(m, false, true),
   };

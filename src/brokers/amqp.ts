@@ -20,13 +20,19 @@ interface Open {
   connection: ChannelModel;
   channel: ConfirmChannel;
   exchanges: Set<string>;
+  /**
+   * Why the broker returned a message, by message id, until its confirm arrives: RabbitMQ sends
+   * `basic.return` for an unroutable mandatory message before confirming it, on the same channel.
+   */
+  returned: Map<string, string>;
 }
 
 /**
- * Publishes to RabbitMQ through `amqplib` on a confirm channel: persistent messages with
- * `messageId` set, each publish resolved by the broker's confirm. A nack, or an exchange that
- * does not exist, is a refusal of that message; a lost connection fails what is in flight and
- * the next publish reconnects.
+ * Publishes to RabbitMQ through `amqplib` on a confirm channel: persistent, `mandatory` messages
+ * with `messageId` set, each publish resolved by the broker's confirm. A nack, an exchange that
+ * does not exist, or a message the broker returns because no queue is bound for its routing key
+ * (which it would otherwise confirm and drop) is a refusal of that message: the relay retries
+ * it, then parks it. A lost connection fails what is in flight and the next publish reconnects.
  *
  * @example
  * ```ts
@@ -50,13 +56,18 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): Publisher {
       await connection.close().catch(() => undefined);
       throw err;
     });
+    const returned = new Map<string, string>();
+    channel.on('return', (m: { fields: { replyCode: number; replyText: string; exchange: string; routingKey: string }; properties: { messageId?: string } }) => {
+      const id = m.properties.messageId;
+      if (id) returned.set(id, `RabbitMQ returned the message: no queue is bound to exchange ${JSON.stringify(m.fields.exchange)} for routing key ${JSON.stringify(m.fields.routingKey)} (${m.fields.replyCode} ${m.fields.replyText})`);
+    });
     // A channel the server closed (an unknown exchange): the next publish opens another.
     channel.on('error', () => undefined);
     channel.on('close', () => {
       forget();
       connection.close().catch(() => undefined);
     });
-    return { connection, channel, exchanges: new Set() };
+    return { connection, channel, exchanges: new Set(), returned };
   }
 
   function current(): Promise<Open> {
@@ -90,8 +101,10 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): Publisher {
         state.connection.close().catch(() => undefined);
         reject(new Error(`no publisher confirm from RabbitMQ within ${timeoutMs} ms`));
       }, timeoutMs);
+      state.returned.delete(message.id);
       const ok = state.channel.publish(exchange, routingKeyOf(message), encodeBody(message), {
         persistent: true,
+        mandatory: true,
         messageId: message.id,
         type: message.type,
         contentType: 'application/json',
@@ -99,6 +112,9 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): Publisher {
         headers: wireHeaders(message),
       }, (err) => {
         clearTimeout(timer);
+        const returnedBecause = state.returned.get(message.id);
+        state.returned.delete(message.id);
+        if (!err && returnedBecause) return reject(new PublishRejectedError(returnedBecause));
         if (!err) return resolve();
         // A nack is the broker's answer about this message; a closed channel is not.
         if (/nack/i.test(String((err as Error).message ?? err))) reject(new PublishRejectedError('RabbitMQ refused the message (nack)'));

@@ -12,6 +12,15 @@ export interface NatsConsumerOptions {
   filterSubject?: string;
   /** How long a delivery may go unacknowledged before JetStream redelivers it. @defaultValue 30000 */
   ackWaitMs?: number;
+  /** The durable's max_ack_pending: deliveries handed out and not yet acknowledged. @defaultValue 256 */
+  maxAckPending?: number;
+  /**
+   * This is the durable's only active reader (`rastro consume` holds a lease for it): on start,
+   * when a reader before it left deliveries unacknowledged (it was killed), the durable is set
+   * back to its acknowledgement floor, so those come again first and in order instead of after
+   * newer messages when their ack wait runs out. @defaultValue false
+   */
+  exclusive?: boolean;
   /** Wait before a delivery handed back is redelivered. @defaultValue 1000 */
   retryDelayMs?: number;
 }
@@ -20,9 +29,10 @@ function toDelivery(m: JsMsg, retryDelayMs: number): Delivery {
   const headers: Record<string, string> = {};
   for (const [name, values] of m.headers ?? []) headers[name.toLowerCase()] = values[0] ?? '';
   return {
-    raw: { messageId: headers['nats-msg-id'] ?? null, source: m.subject, headers, body: m.string() },
+    raw: { messageId: headers['nats-msg-id'] ?? null, source: m.subject, headers, body: m.string(), bytes: m.data },
     ack: async () => void (await m.ackAck()),
     retry: async () => m.nak(retryDelayMs),
+    inProgress: async () => m.working(),
   };
 }
 
@@ -39,21 +49,31 @@ export function createNatsConsumer(options: NatsConsumerOptions): BrokerConsumer
   const streamName = options.stream ?? 'RASTRO';
   const durable = options.durable ?? 'rastro-inbox';
   const retryDelayMs = options.retryDelayMs ?? 1000;
+  const maxAckPending = options.maxAckPending ?? 256;
   let nc: NatsConnection | undefined;
   let messages: ConsumerMessages | undefined;
   let stopped = false;
 
+  const settings = { ack_wait: (options.ackWaitMs ?? 30_000) * 1_000_000, max_ack_pending: maxAckPending };
+
   async function ensureConsumer(connection: NatsConnection): Promise<void> {
     const jsm = await jetstreamManager(connection);
+    const base = { durable_name: durable, ack_policy: AckPolicy.Explicit, ...settings, ...(options.filterSubject ? { filter_subject: options.filterSubject } : {}) };
+    let info;
     try {
-      await jsm.consumers.info(streamName, durable);
+      info = await jsm.consumers.info(streamName, durable);
     } catch (err) {
       if (!(err instanceof JetStreamApiError) || err.status !== 404) throw err;
-      await jsm.consumers.add(streamName, {
-        durable_name: durable, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All,
-        ack_wait: (options.ackWaitMs ?? 30_000) * 1_000_000, ...(options.filterSubject ? { filter_subject: options.filterSubject } : {}),
-      });
+      await jsm.consumers.add(streamName, { ...base, deliver_policy: DeliverPolicy.All });
+      return;
     }
+    if (options.exclusive && info.num_ack_pending > 0) {
+      // Deliveries are acknowledged one at a time in stream order, so the floor is the last one stored.
+      await jsm.consumers.delete(streamName, durable);
+      await jsm.consumers.add(streamName, { ...base, filter_subject: info.config.filter_subject, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: info.ack_floor.stream_seq + 1 });
+      return;
+    }
+    if (info.config.ack_wait !== settings.ack_wait || info.config.max_ack_pending !== settings.max_ack_pending) await jsm.consumers.update(streamName, durable, settings);
   }
 
   return {
@@ -64,7 +84,7 @@ export function createNatsConsumer(options: NatsConsumerOptions): BrokerConsumer
           nc ??= await connect({ servers: options.url.split(','), name: 'rastro-inbox', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
           await ensureConsumer(nc);
           const consumer = await jetstream(nc).consumers.get(streamName, durable);
-          messages = await consumer.consume({ max_messages: 256 });
+          messages = await consumer.consume({ max_messages: Math.min(256, maxAckPending) });
           for await (const m of messages) {
             if (stopped) break;
             await handle(toDelivery(m, retryDelayMs));

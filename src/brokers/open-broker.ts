@@ -20,10 +20,26 @@ export function openPublisher(config: BrokerConfig): Publisher {
   return createAmqpPublisher({ url, exchange: config.amqpExchange });
 }
 
+export interface InboxConsumerOptions {
+  queue?: string;
+  durable?: string;
+  /** NATS: the durable's ack wait, in seconds. */
+  ackWaitSeconds?: number;
+  /** NATS: the durable's max_ack_pending; RabbitMQ: the prefetch. */
+  maxAckPending?: number;
+  /** The only active reader (it holds the inbox lease): see `NatsConsumerOptions.exclusive`. */
+  exclusive?: boolean;
+}
+
 /** The inbox's consumer on the broker `RASTRO_BROKER_URL` names. */
-export function openConsumer(config: BrokerConfig, options: { queue?: string; durable?: string } = {}): BrokerConsumer {
+export function openConsumer(config: BrokerConfig, options: InboxConsumerOptions = {}): BrokerConsumer {
   const url = config.brokerUrl;
   if (!url) throw new ConfigError('the inbox needs a broker: set RASTRO_BROKER_URL to a nats:// or amqp:// URL');
-  if (url.startsWith('nats://')) return createNatsConsumer({ url, stream: config.natsStream, durable: options.durable });
-  return createAmqpConsumer({ url, exchange: config.amqpExchange, queue: options.queue });
+  if (url.startsWith('nats://')) {
+    return createNatsConsumer({
+      url, stream: config.natsStream, durable: options.durable, exclusive: options.exclusive,
+      ackWaitMs: options.ackWaitSeconds === undefined ? undefined : options.ackWaitSeconds * 1000, maxAckPending: options.maxAckPending,
+    });
+  }
+  return createAmqpConsumer({ url, exchange: config.amqpExchange, queue: options.queue, prefetch: options.maxAckPending });
 }

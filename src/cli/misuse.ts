@@ -1,5 +1,5 @@
 import type { Command, CommanderError } from 'commander';
-import { commandPath } from './command-tree.js';
+import { commandPath, runsItself } from './command-tree.js';
 import { usageBlock } from './help-format.js';
 import { UsageError } from './usage-error.js';
 
@@ -59,4 +59,28 @@ function misuseMessage(error: CommanderError, command: Command): string {
 /** The misuse as a {@link UsageError}: a message and the usage lines of the command concerned. */
 export function usageErrorOf(misuse: CommandLineMisuse): UsageError {
   return new UsageError(misuseMessage(misuse.error, misuse.command), usageBlock(misuse.command));
+}
+
+const HELP_FLAGS = new Set(['--help', '-h']);
+
+/**
+ * `rastro nosuch --help`: commander answers `--help` with the help of the last command it
+ * recognised, so a word that names no command would print the general help and exit 0. Any
+ * word where a command is expected must name one, with `--help` as without it.
+ */
+export function unknownCommandBeforeHelp(program: Command, argv: string[]): UsageError | undefined {
+  if (!argv.some((word) => HELP_FLAGS.has(word))) return undefined;
+  let command = program;
+  for (const word of argv) {
+    // An option, an argument of a command that runs itself, or a group's default command: commander's to judge.
+    if (word.startsWith('-') || command.commands.length === 0 || runsItself(command)) return undefined;
+    if ((command as unknown as { _defaultCommandName?: string })._defaultCommandName) return undefined;
+    const next = command.commands.find((sub) => sub.name() === word || sub.aliases().includes(word));
+    if (!next) {
+      if (word === 'help' && command === program) return undefined;
+      return new UsageError(command.parent ? `unknown ${command.name()} command ${word}` : `unknown command ${word}`, usageBlock(command));
+    }
+    command = next;
+  }
+  return undefined;
 }

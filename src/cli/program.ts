@@ -20,6 +20,8 @@ environment:
   PORT, HOST        where serve listens (3000, 127.0.0.1)
   RASTRO_LOG_LEVEL  fatal|error|warn|info|debug|trace|silent (info)
   RASTRO_API_KEY    bearer key for every route but /healthz, /readyz and the console's files; required for a non-loopback HOST
+  RASTRO_ALLOWED_HOSTS            without a key, Host names served besides localhost, 127.0.0.1, [::1] (none)
+  RASTRO_HEADERS_TIMEOUT_SECONDS, RASTRO_REQUEST_TIMEOUT_SECONDS, RASTRO_KEEP_ALIVE_TIMEOUT_SECONDS   slow clients get 408 (10, 30, 5)
   RASTRO_SNAPSHOT_EVERY           account snapshot interval in events, 0 = off (100)
   RASTRO_IDEMPOTENCY_TTL_SECONDS  how long idempotency keys are kept (86400)
   RASTRO_BROKER_URL nats://… or amqp://…; unset: the relay publishes in process

@@ -1,7 +1,7 @@
 import { CommanderError, type Command } from 'commander';
 import { RastroError } from '../errors.js';
 import { usageBlock } from './help-format.js';
-import { CommandLineMisuse, usageErrorOf } from './misuse.js';
+import { CommandLineMisuse, unknownCommandBeforeHelp, usageErrorOf } from './misuse.js';
 import { buildProgram } from './program.js';
 import { UsageError } from './usage-error.js';
 
@@ -30,6 +30,8 @@ export async function runCli(argv: string[]): Promise<number> {
     program.outputHelp();
     return 0;
   }
+  const unknown = unknownCommandBeforeHelp(program, argv);
+  if (unknown) return report(unknown, undefined);
   let running: Command | undefined;
   program.hook('preAction', (_program, action) => {
     running = action;

@@ -1,6 +1,6 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { AccountLedger } from '../accounts/account-ledger.js';
 import type { Database } from '../db/database.js';
 import type { Charges } from '../charges/charges.js';
@@ -17,6 +17,8 @@ import type { IdempotencyKeys } from './idempotency-keys.js';
 import { problemErrorHandler, sendProblem } from './problem.js';
 import { traceRequests } from './request-tracing.js';
 import { textBoundary } from './text-boundary.js';
+import { loopbackOnly } from './host-guard.js';
+import { framingErrorHandler, notFoundOrMethodNotAllowed } from './client-errors.js';
 
 export interface AppDeps extends OperationsDeps {
   db: Database;
@@ -31,6 +33,58 @@ export interface AppDeps extends OperationsDeps {
   apiKey?: string;
   /** Fastify's logger option: false, or pino options such as `{ level: 'info' }`. @defaultValue false */
   logger?: FastifyServerOptions['logger'];
+  /** Without `apiKey`, the host names served besides the loopback ones (see {@link loopbackOnly}). */
+  allowedHosts?: readonly string[];
+  /** How long a client may take to send its headers, its whole request, and how long an idle keep-alive lasts. */
+  timeouts?: Partial<HttpTimeouts>;
+}
+
+/** The timeouts that cut off slow clients, in milliseconds. */
+export interface HttpTimeouts {
+  /** @defaultValue 10 000 */
+  headersMs: number;
+  /** The whole request, body included; at least `headersMs`. @defaultValue 30 000 */
+  requestMs: number;
+  /** @defaultValue 5 000 */
+  keepAliveMs: number;
+}
+
+const DEFAULT_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 };
+
+/** A query parameter whose name says it holds a secret: its value never reaches a log line. */
+const SECRET_PARAM = /key|token|secret|password|auth|signature/i;
+
+/** The URL with the value of every secret-looking query parameter replaced, for the log. */
+export function redactedUrl(url: string): string {
+  const at = url.indexOf('?');
+  if (at < 0) return url;
+  const query = url
+    .slice(at + 1)
+    .split('&')
+    .map((pair) => {
+      const name = pair.split('=')[0] ?? '';
+      let decoded = name;
+      try {
+        decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+      } catch {
+        // An undecodable name is judged as written.
+      }
+      return SECRET_PARAM.test(decoded) && pair.includes('=') ? `${name}=[redacted]` : pair;
+    });
+  return `${url.slice(0, at)}?${query.join('&')}`;
+}
+
+/** pino options with the request serializer that redacts secrets in the URL. */
+function loggerOptions(logger: AppDeps['logger']): FastifyServerOptions['logger'] {
+  if (!logger || typeof logger !== 'object') return logger ?? false;
+  const serializers = (logger as { serializers?: Record<string, unknown> }).serializers ?? {};
+  return {
+    ...logger,
+    serializers: {
+      req: (request: FastifyRequest) => ({ method: request.method, url: redactedUrl(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort }),
+      ...serializers,
+    },
+  } as FastifyServerOptions['logger'];
 }
 
 const problemSchema = {
@@ -59,19 +113,27 @@ const problemSchema = {
  * ```
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const timeouts = { ...DEFAULT_TIMEOUTS, ...deps.timeouts };
   const app = Fastify({
-    logger: deps.logger ?? false,
+    logger: loggerOptions(deps.logger),
+    // Slow clients are cut off: headers, then the whole request, must arrive in time (408),
+    // and an idle keep-alive connection is closed. Node checks them every second.
+    http: { headersTimeout: timeouts.headersMs, connectionsCheckingInterval: 1_000 },
+    requestTimeout: timeouts.requestMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
     bodyLimit: 64 * 1024,
     requestIdHeader: 'x-request-id',
     genReqId: () => crypto.randomUUID(),
     // Bodies are validated as sent: no coercion of "100" to 100, no silent removal of fields.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     // Malformed URLs and headers Fastify rejects before routing still get a problem document.
-    frameworkErrors: (error, _request, reply) => sendProblem(reply, 400, error.message),
+    frameworkErrors: (error, _request, reply) => sendProblem(reply, 400, error.message, { code: error.code }),
+    // Requests the HTTP parser refuses (framing, header size) get a problem document too.
+    clientErrorHandler: framingErrorHandler,
   });
   traceRequests(app);
   app.setErrorHandler(problemErrorHandler);
-  app.setNotFoundHandler((request, reply) => sendProblem(reply, 404, `no route for ${request.method} ${request.url.split('?')[0]}`));
+  notFoundOrMethodNotAllowed(app);
   // JSON only: Fastify would otherwise accept text/plain bodies.
   app.removeContentTypeParser('text/plain');
   textBoundary(app);
@@ -81,6 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
   if (deps.apiKey) app.addHook('onRequest', bearerAuth(deps.apiKey));
+  else app.addHook('onRequest', loopbackOnly(deps.allowedHosts));
   openApiConventions(app, { apiKey: Boolean(deps.apiKey), isPublic: isPublicPath });
   const metrics = observeRequests(app, deps.metrics);
 

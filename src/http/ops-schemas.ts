@@ -33,7 +33,7 @@ export function integerQueries(request: FastifyRequest): void {
 }
 
 /** The operations API answers bad input with 400 naming the field, library rule breaks included. */
-export function opsErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function opsErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply> {
   if (error.validation) return sendProblem(reply, 400, error.message, { code: 'RASTRO_VALIDATION', field: validationField(error) });
   if (error instanceof ValidationError) return sendProblem(reply, 400, error.message, { code: error.code, field: error.field });
   return problemErrorHandler(error, request, reply);

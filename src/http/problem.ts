@@ -20,12 +20,15 @@ export interface Problem {
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
   409: 'Conflict',
   412: 'Precondition Failed',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
   422: 'Unprocessable Content',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
@@ -81,11 +84,9 @@ export function validationField(error: FastifyError): string | undefined {
   return [path, extra].filter(Boolean).join('.') || error.validationContext;
 }
 
-/** Fastify's client errors that keep their status (malformed JSON, media type, body size). */
-const CLIENT_STATUSES = new Set([400, 404, 405, 413, 415]);
 
 /** Maps every error to a problem document; internals never reach the response. */
-export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function problemErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply | Promise<FastifyReply> {
   if (isDatabaseUnavailable(error)) return sendUnavailable(reply, request, error);
   if (error instanceof UnstorableTextError) {
     return sendProblem(reply, error.status, error.message, { code: error.code, ...(error.field !== undefined ? { field: error.field } : {}) });
@@ -97,8 +98,10 @@ export function problemErrorHandler(error: FastifyError, request: FastifyRequest
   } else if (error.validation) {
     // Fastify's message names the part and the field, e.g. "body/amount must be integer".
     return sendProblem(reply, 422, error.message, { code: 'RASTRO_VALIDATION', field: validationField(error) });
-  } else if (error.statusCode !== undefined && CLIENT_STATUSES.has(error.statusCode)) {
-    return sendProblem(reply, error.statusCode, clientMessage(error), { code: error.code });
+  } else if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    // A client error raised by Fastify or a plugin (the static files' 403 on `..`) keeps its status.
+    if (error.statusCode === 413) return drainThenAnswer(request, reply, error);
+    return sendProblem(reply, error.statusCode, clientMessage(error), error.code ? { code: error.code } : {});
   }
   // Not under `err`: pino's error serializer would add the stack.
   request.log.error({ error: { name: error.name, code: (error as { code?: unknown }).code, sqlState: (error as { sqlState?: unknown }).sqlState, message: error.message } }, 'request failed');
@@ -116,6 +119,40 @@ function sendUnavailable(reply: FastifyReply, request: FastifyRequest, error: Fa
   return sendProblem(reply, 503, 'the database is not reachable; retry later', { code: 'RASTRO_DATABASE_UNAVAILABLE' });
 }
 
+/** The most of an unread body read and thrown away, so that a client still sending it gets the 413. */
+const MAX_DRAINED_BYTES = 16 * 1024 * 1024;
+const MAX_DRAIN_MS = 10_000;
+
+/**
+ * A body over the limit is refused while the client may still be sending it. Answering and
+ * closing at once would make the client's next writes meet a reset, and many clients then
+ * report the reset instead of the answer: so the rest of the body is read and discarded (up
+ * to 16 MiB or 10 s), then the 413 is sent and the connection closed.
+ */
+async function drainThenAnswer(request: FastifyRequest, reply: FastifyReply, error: FastifyError): Promise<FastifyReply> {
+  const raw = request.raw;
+  reply.header('connection', 'close');
+  const declared = Number(raw.headers['content-length'] ?? 0);
+  if (!raw.complete && !raw.destroyed && declared <= MAX_DRAINED_BYTES) {
+    await new Promise<void>((resolve) => {
+      let read = 0;
+      const done = () => {
+        clearTimeout(timer);
+        raw.removeListener('data', onData);
+        resolve();
+      };
+      const onData = (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > MAX_DRAINED_BYTES) done();
+      };
+      const timer = setTimeout(done, MAX_DRAIN_MS);
+      raw.on('data', onData).once('end', done).once('close', done).once('error', done);
+      raw.resume();
+    });
+  }
+  return sendProblem(reply, 413, clientMessage(error), { code: error.code });
+}
+
 function clientMessage(error: FastifyError): string {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -125,7 +162,9 @@ function clientMessage(error: FastifyError): string {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return 'the body is too large';
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return 'the body is not valid JSON';
     default:
-      return error.statusCode === 400 ? 'the body is not valid JSON' : error.message;
+      // Fastify's own messages name the problem; a plugin's may name files or internals.
+      return error.code?.startsWith('FST_') ? error.message : `${TITLES[error.statusCode!] ?? 'client error'}: the request cannot be served as sent`;
   }
 }

@@ -3,7 +3,8 @@ import { SpanKind, type Context, type Span } from '@opentelemetry/api';
 import { decodeDelivery, type BrokerConsumer, type Delivery } from '../brokers/consumer.js';
 import type { BrokerMessage } from '../brokers/message.js';
 import { quoteSchema } from '../db/schema-name.js';
-import { EventIdConflictError, ValidationError } from '../errors.js';
+import { isDatabaseUnavailable } from '../db/database-error.js';
+import { DatabaseError, EventIdConflictError, ValidationError } from '../errors.js';
 import { extractTraceContext, injectTraceContext } from '../observability/trace-context.js';
 import { withSpan } from '../observability/tracing.js';
 import type { EventStore } from '../store/event-store.js';
@@ -13,7 +14,7 @@ export interface InboxOptions {
   consumer: BrokerConsumer;
   /** The stream a message is appended to. @defaultValue its aggregate id */
   streamOf?: (message: BrokerMessage) => string;
-  /** Called when storing fails for a reason that may pass (the database is down): the delivery is handed back. */
+  /** Called when storing fails for a reason that may pass (the database is down): the same delivery is tried again. */
   onError?: (err: unknown) => void;
   /** Wait after a failed store before taking the next delivery, doubling up to 5 s. @defaultValue 100 */
   backoffMs?: number;
@@ -45,6 +46,25 @@ export function eventIdOf(messageId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/** Text as a `text` or `jsonb` column takes it: NUL and lone surrogates become U+FFFD. */
+function storableText(text: string): string {
+  return text.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
+/**
+ * Why the database refused this message's content, or undefined when the failure is not the
+ * message's: SQLSTATE class 22 (data exception: a value out of range, text it cannot hold), 23
+ * (integrity) and 54 (too large) are about what was sent; everything else (the database away, a
+ * deadlock, a missing table) may pass, so the delivery is retried.
+ */
+function contentRefusal(err: unknown): string | undefined {
+  if (err instanceof EventIdConflictError || err instanceof ValidationError) return err.message;
+  if (err instanceof DatabaseError && !isDatabaseUnavailable(err) && /^(22|23|54)/.test(err.sqlState ?? '')) {
+    return `the database refused it (SQLSTATE ${err.sqlState}): ${err.message}`;
+  }
+  return undefined;
+}
+
 function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -69,9 +89,17 @@ export function consumeIntoStore(options: InboxOptions): Inbox {
   const counts: InboxCounts = { stored: 0, duplicates: 0, deadLettered: 0 };
   let failures = 0;
 
+  /**
+   * Keeps the delivery in `inbox_dead_letters`, then acknowledges it. The body is stored as the
+   * bytes received (bytea takes any); the text columns get NUL and lone surrogates as U+FFFD.
+   */
   async function deadLetter(delivery: Delivery, reason: string): Promise<void> {
     const { raw } = delivery;
-    await store.db.query(deadLetterSql, [consumer.kind, raw.source, raw.messageId, reason, raw.body, JSON.stringify(raw.headers)]);
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(raw.headers)) headers[storableText(name)] = storableText(value);
+    const body = raw.bytes ? Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength) : Buffer.from(raw.body, 'utf8');
+    const messageId = raw.messageId === null ? null : storableText(raw.messageId);
+    await store.db.query(deadLetterSql, [consumer.kind, storableText(raw.source), messageId, storableText(reason), body, JSON.stringify(headers)]);
     await delivery.ack();
     counts.deadLettered++;
   }
@@ -108,28 +136,43 @@ export function consumeIntoStore(options: InboxOptions): Inbox {
       counts[duplicate ? 'duplicates' : 'stored']++;
       outcome(duplicate ? 'duplicates' : 'stored');
     } catch (err) {
-      if (err instanceof EventIdConflictError || err instanceof ValidationError) return deadLetter(delivery, err.message).then(() => outcome('deadLettered'));
+      const refusal = contentRefusal(err);
+      if (refusal !== undefined) return deadLetter(delivery, refusal).then(() => outcome('deadLettered'));
       throw err;
     }
     await delivery.ack();
   }
 
+  /**
+   * Stores one delivery, trying it again in place while storing fails for a reason that may pass:
+   * handing it back would let the deliveries behind it overtake it. Stopped meanwhile, it leaves
+   * the delivery unacknowledged, and the broker gives it to the next reader.
+   */
   async function handle(delivery: Delivery): Promise<void> {
-    try {
-      await consume(delivery);
-      failures = 0;
-    } catch (err) {
-      options.onError?.(err);
-      failures++;
-      await delivery.retry().catch(() => undefined);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(5000, (options.backoffMs ?? 100) * 2 ** (failures - 1))));
+    for (;;) {
+      try {
+        await consume(delivery);
+        failures = 0;
+        return;
+      } catch (err) {
+        if (stopped) return;
+        options.onError?.(err);
+        failures++;
+        await delivery.inProgress?.().catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5000, (options.backoffMs ?? 100) * 2 ** (failures - 1))));
+        if (stopped) return;
+      }
     }
   }
 
+  let stopped = false;
   const done = consumer.run(handle, options.onError);
   return {
     counts,
-    stop: () => consumer.stop(),
+    stop: () => {
+      stopped = true;
+      return consumer.stop();
+    },
     done,
   };
 }

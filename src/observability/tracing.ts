@@ -1,4 +1,4 @@
-import { context, INVALID_SPANID, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { context, INVALID_SPANID, ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { injectTraceContext, type TraceHeaders } from './trace-context.js';
 
 /** The instrumentation scope of every rastro span. */
@@ -9,6 +9,16 @@ export const TRACER_NAME = 'rastro';
  * no-op tracer; an SDK registered later (before or after this module loads) takes over.
  */
 export const tracer = trace.getTracer(TRACER_NAME);
+
+/**
+ * Whether a tracing SDK is registered. Without one every span is the API's no-op, so hot paths
+ * (a handler per event) may skip building spans and their attributes; an SDK registered later is
+ * seen by the next call.
+ */
+export function tracingActive(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer(TRACER_NAME) !== undefined;
+}
 
 export interface WithSpanOptions {
   /** @defaultValue SpanKind.INTERNAL */

@@ -5,10 +5,12 @@ import { ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
 import { runEffectRound, recordEffectOutcomes, type EffectOutcomes, type EffectRequest, type KnownEffects } from './effect-round.js';
 import { toGuardValues } from './guards.js';
+import type { EffectRule } from './policy.js';
 import { effectKey, type EffectOutcome, type HandlerContext, type UpsertGuard } from './processor.js';
 import type { BatchOutcome, Pipeline } from './process-events.js';
 import { holdParkedStreams, parkedHoldKey } from './parked-streams.js';
 import { effectInSpan, handleInSpan } from './processing-spans.js';
+import { tracingActive } from '../observability/tracing.js';
 import { saveProgress, type Checkpointing } from './progress.js';
 import { Counters, type RunContext } from './run-context.js';
 import { rowKey, StateBuffer, type ProbeRequest, type StateWrite } from './state-writes.js';
@@ -33,9 +35,56 @@ interface Task {
   trace?: Context;
 }
 
-interface TxStatement extends Suspended<QueryResult<never>> {
-  text: string;
-  values?: readonly unknown[];
+/**
+ * A handler's open request, settled by a round. Settling the last open request of a handler
+ * counts it as running again (see {@link Batch.suspend}); a request is settled once.
+ */
+class Waiter<T> implements Suspended<T> {
+  private settled = false;
+
+  constructor(
+    private readonly batch: Batch,
+    private readonly task: Task,
+    private readonly onResolve: (value: T) => void,
+    private readonly onReject: (err: unknown) => void,
+  ) {}
+
+  resolve(value: T): void {
+    if (this.wake()) this.onResolve(value);
+  }
+
+  reject(err: unknown): void {
+    if (this.wake()) this.onReject(err);
+  }
+
+  private wake(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    this.batch.resumed(this.task);
+    return true;
+  }
+}
+
+class TxStatement extends Waiter<QueryResult<never>> {
+  constructor(batch: Batch, task: Task, resolve: (value: QueryResult<never>) => void, reject: (err: unknown) => void, readonly text: string, readonly values?: readonly unknown[]) {
+    super(batch, task, resolve, reject);
+  }
+}
+
+class ProbeWaiter extends Waiter<boolean> implements ProbeRequest {
+  constructor(batch: Batch, task: Task, resolve: (value: boolean) => void, reject: (err: unknown) => void, readonly write: StateWrite) {
+    super(batch, task, resolve, reject);
+  }
+}
+
+class EffectWaiter extends Waiter<EffectOutcome> implements EffectRequest {
+  constructor(
+    batch: Batch, task: Task, resolve: (value: EffectOutcome) => void, reject: (err: unknown) => void,
+    readonly key: string, readonly eventId: string, readonly effectType: string, readonly rule: EffectRule,
+    readonly call: (key: string) => Promise<unknown>,
+  ) {
+    super(batch, task, resolve, reject);
+  }
 }
 
 /** A batch must be re-run one event at a time: a handler failed after its SQL ran in the batch's transaction. */
@@ -82,6 +131,8 @@ export class Batch {
   private writeOrder = 0;
   /** Streams whose events wait behind events parked before this batch: the commit holds them. */
   private readonly heldStreams: string[] = [];
+  /** Whether spans are recorded: with no tracing SDK, handlers and effects run without the span plumbing. */
+  private readonly traced = tracingActive();
 
   constructor(
     private readonly run: RunContext,
@@ -191,10 +242,13 @@ export class Batch {
 
   private async runTask(task: Task): Promise<void> {
     try {
-      await handleInSpan(this.run, task.event, (ctx) => {
-        task.trace = ctx;
-        return this.run.processor.handlers[task.event.type]!(task.event, this.contextFor(task));
-      });
+      const handler = this.run.processor.handlers[task.event.type]!;
+      if (this.traced) {
+        await handleInSpan(this.run, task.event, (ctx) => {
+          task.trace = ctx;
+          return handler(task.event, this.contextFor(task));
+        });
+      } else await handler(task.event, this.contextFor(task));
       task.state = 'done';
     } catch (err) {
       task.state = 'failed';
@@ -214,23 +268,18 @@ export class Batch {
   }
 
   /**
-   * Suspends a handler on a request `enqueue` queues, until a round settles it. A handler may
-   * await several requests at once (`Promise.all`): it waits from its first open request and
+   * Suspends a handler on `promise`, whose request (a {@link Waiter}) a round settles. A handler
+   * may await several requests at once (`Promise.all`): it waits from its first open request and
    * counts as running again when its last one is settled, so rounds go on while any is open.
    */
-  private suspend<T>(task: Task, enqueue: (resolve: (value: T) => void, reject: (err: unknown) => void) => void): Promise<T> {
-    const promise = new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const wake = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        if (--task.requests === 0) this.active++;
-        return true;
-      };
-      enqueue((value) => wake() && resolve(value), (err) => wake() && reject(err));
-    });
+  private suspend<T>(task: Task, promise: Promise<T>): Promise<T> {
     if (task.requests++ === 0) this.release();
     return promise;
+  }
+
+  /** A request of `task` was settled. */
+  resumed(task: Task): void {
+    if (--task.requests === 0) this.active++;
   }
 
   private quiet(): Promise<void> {
@@ -296,7 +345,9 @@ export class Batch {
       upsert: (projection, key, doc, guard) => this.upsert(task, projection, key, doc, guard),
       tx: {
         query: <Row>(text: string, values?: readonly unknown[]) =>
-          this.suspend<QueryResult<Row>>(task, (resolve, reject) => this.statements.push({ text, values, resolve: resolve as TxStatement['resolve'], reject })),
+          this.suspend(task, new Promise<QueryResult<Row>>((resolve, reject) => {
+            this.statements.push(new TxStatement(this, task, resolve as (value: QueryResult<never>) => void, reject, text, values));
+          })),
       },
     };
   }
@@ -311,12 +362,10 @@ export class Batch {
       return Promise.resolve(SUPPRESSED);
     }
     const eventId = task.event.id;
-    return this.suspend<EffectOutcome<Result>>(task, (resolve, reject) =>
-      this.effects.push({
-        key: effectKey(eventId, effectType), eventId, effectType, rule, resolve: resolve as EffectRequest['resolve'], reject,
-        call: (key) => effectInSpan(task.trace, effectType, key, eventId, () => call(key)),
-      }),
-    );
+    const traced = this.traced ? (key: string) => effectInSpan(task.trace, effectType, key, eventId, () => call(key)) : call;
+    return this.suspend(task, new Promise<EffectOutcome<Result>>((resolve, reject) => {
+      this.effects.push(new EffectWaiter(this, task, resolve as (value: EffectOutcome) => void, reject, effectKey(eventId, effectType), eventId, effectType, rule, traced));
+    }));
   }
 
   private upsert(task: Task, projection: string, key: string, doc: Record<string, unknown>, guard: UpsertGuard): Promise<boolean> {
@@ -330,7 +379,9 @@ export class Batch {
       return Promise.reject(err);
     }
     task.writes.push(write);
-    return this.suspend<boolean>(task, (resolve, reject) => this.probes.push({ write, resolve, reject }));
+    return this.suspend(task, new Promise<boolean>((resolve, reject) => {
+      this.probes.push(new ProbeWaiter(this, task, resolve, reject, write));
+    }));
   }
 
   private async park(tx: Queryable, parked: Task[]): Promise<void> {

@@ -3,8 +3,8 @@ import { EffectNotAttemptedError, type EffectOutcome } from './processor.js';
 import type { EffectRule } from './policy.js';
 import type { Counters, RunContext } from './run-context.js';
 
-/** Effect ledger entries read with a batch's events: { effect type: { event id: state } }. */
-export type KnownEffects = Readonly<Record<string, Readonly<Record<string, string>> | undefined>>;
+/** Effect ledger entries read with a batch's events: event id → { effect type: state }. */
+export type KnownEffects = ReadonlyMap<string, Readonly<Record<string, string>>>;
 
 /** An effect a handler asked for, waiting for its batch's reservation round. */
 export interface EffectRequest extends Suspended<EffectOutcome> {
@@ -51,7 +51,7 @@ export async function runEffectRound(
   // The ledger entries were read with the events: settled effects need no reservation.
   const requests: EffectRequest[] = [];
   for (const request of all) {
-    const state = known[request.effectType]?.[request.eventId];
+    const state = known.get(request.eventId)?.[request.effectType];
     if (run.simulate) {
       counters.add(state === undefined ? 'would-apply' : 'already-recorded');
       request.resolve(state === undefined ? WOULD_APPLY : ALREADY_RECORDED);

@@ -52,12 +52,29 @@ type RunEventJson = [
   partition: number,
 ];
 
-function decodeEvents(rows: { event: string }[]): PartitionedEvent[] {
-  return rows.map((row): PartitionedEvent => {
-    const [position, txOrder, streamId, streamVersion, id, type, data, metadata, occurredMs, recordedMs, partition] = JSON.parse(row.event) as RunEventJson;
+type LedgerJson = [eventId: string, effectType: string, state: string];
+
+/** Events and their ledger entries as a run reads them, each batch one JSON array. */
+function decode(row: { events: string; ledger: string | null }): { events: PartitionedEvent[]; ledger: KnownEffects } {
+  const ledger = new Map<string, Record<string, string>>();
+  if (row.ledger !== null) {
+    for (const [eventId, effectType, state] of JSON.parse(row.ledger) as LedgerJson[]) {
+      const entries = ledger.get(eventId);
+      if (entries) entries[effectType] = state;
+      else ledger.set(eventId, { [effectType]: state });
+    }
+  }
+  return { events: decodeEvents(row.events), ledger };
+}
+
+function decodeEvents(json: string): PartitionedEvent[] {
+  const rows = JSON.parse(json) as RunEventJson[];
+  const events = new Array<PartitionedEvent>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const [position, txOrder, streamId, streamVersion, id, type, data, metadata, occurredMs, recordedMs, partition] = rows[i]!;
     // JSON numbers beyond 2^53 would be rounded silently; the log's never get there, but say so if they do.
     if (!Number.isSafeInteger(position) || !Number.isSafeInteger(txOrder)) throw new RangeError('event position exceeds Number.MAX_SAFE_INTEGER');
-    return {
+    events[i] = {
       id,
       streamId,
       streamVersion,
@@ -70,14 +87,9 @@ function decodeEvents(rows: { event: string }[]): PartitionedEvent[] {
       recordedAt: new Date(recordedMs),
       partition,
     };
-  });
+  }
+  return events;
 }
-
-function decodeLedger(rows: { entries: string | null }[]): KnownEffects {
-  return rows[0]?.entries ? (JSON.parse(rows[0].entries) as KnownEffects) : NO_LEDGER;
-}
-
-const NO_LEDGER: KnownEffects = Object.freeze({});
 
 /** The next events of a run's range after `after`, never skipping a committed one. */
 export async function readRunBatch(
@@ -88,29 +100,20 @@ export async function readRunBatch(
   partitions?: { count: number; owned: number[] },
 ): Promise<RunEvents> {
   const { db, sql } = run;
-  const next = [after.txOrder, after.position, limit, handledTypes(run.processor), ...rangeValues(range), partitions?.count ?? 1, partitions?.owned ?? null];
-  const types = appliedTypes(run.policy);
-  // Three statements at once: the events, their ledger entries, and the run's parked streams
-  // (few: all of them rather than a lookup per stream of the batch).
-  const [events, ledger, blocked] = await Promise.all([
-    db.query<{ event: string }>(sql.readBatch, next, { prepare: true }).then(({ rows }) => decodeEvents(rows)),
-    types.length === 0 ? NO_LEDGER : db.query<{ entries: string | null }>(sql.ledgerOfNextEvents, [...next, types], { prepare: true }).then(({ rows }) => decodeLedger(rows)),
-    db.query<{ stream_id: string }>(sql.blockedStreams, [run.runId], { prepare: true }),
-  ]);
-  return { events, ledger, blocked: new Set(blocked.rows.map((row) => row.stream_id)) };
+  const values = [
+    after.txOrder, after.position, limit, handledTypes(run.processor), ...rangeValues(range),
+    partitions?.count ?? 1, partitions?.owned ?? null, appliedTypes(run.policy), run.runId,
+  ];
+  const { rows } = await db.query<{ events: string; ledger: string | null; blocked: string[] }>(sql.readBatch, values, { prepare: true });
+  return { ...decode(rows[0]!), blocked: new Set(rows[0]!.blocked) };
 }
 
 /** Events by id, in log order, as a run reads them, none blocked: for re-running parked events. */
 export async function readRunEvents(run: RunContext, ids: string[]): Promise<RunEvents> {
-  const types = appliedTypes(run.policy);
-  const [events, ledger] = await Promise.all([
-    run.db.query<{ event: string }>(run.sql.eventsByIds, [ids]).then(({ rows }) => decodeEvents(rows)),
-    types.length === 0 ? NO_LEDGER : run.db.query<{ entries: string | null }>(run.sql.ledgerOfEvents, [ids, types]).then(({ rows }) => decodeLedger(rows)),
-  ]);
-  return { events, ledger, blocked: new Set() };
+  const { rows } = await run.db.query<{ events: string; ledger: string | null }>(run.sql.eventsByIds, [ids, appliedTypes(run.policy)]);
+  return { ...decode(rows[0]!), blocked: new Set() };
 }
 
-/** Whether events of the range are committed but still behind an open transaction. */
 /** Whether events of the range exist after `after`, committed or not yet visible below the frontier. */
 export async function rangeRemaining(db: Queryable, sql: ProcessingSql, processor: Processor, range: RunRange, after: LogCheckpoint): Promise<boolean> {
   const { rows } = await db.query<{ remaining: boolean }>(sql.remainingAfter, [handledTypes(processor), ...rangeValues(range), after.txOrder, after.position]);

@@ -34,26 +34,20 @@ function takeable(row: string, onFailure: string): string {
 }
 
 /**
- * An event as a run reads it, as one JSON array per row (one value to decode instead of a dozen
- * columns): position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at
- * and recorded_at as epoch milliseconds, then `partition`.
+ * A batch of events as a run reads them (`e`, the rows of a CTE) in one statement: `events`, the
+ * whole batch as one JSON array (one value to decode instead of a row per event), per event an
+ * array of position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at
+ * and recorded_at as epoch milliseconds and `partition`; `ledger`, the events' effect ledger
+ * entries for the effect types in `types` as a JSON array of [event id, effect type, state],
+ * read in the same snapshot. `= any(array(…))` keeps the lookup on the event_id index even when
+ * the planner would rather scan.
  */
-function runEventJson(partition: string): string {
-  return `json_build_array(e.position, e.tx_order, e.stream_id, e.stream_version, e.id, e.type, e.data, e.metadata,
-      floor(extract(epoch from e.occurred_at) * 1000), floor(extract(epoch from e.recorded_at) * 1000),
-      ${partition})::text as event`;
-}
-
-/**
- * Ledger entries of the events in `ids` (an array expression) for the effect types in `types`, as
- * one JSON object `{ [effectType]: { [eventId]: state } }` (null when there are none): one lookup
- * per batch, decoded in one parse. `= any(array(…))` keeps the lookup on the event_id index even
- * when the planner would rather scan.
- */
-function ledgerJson(s: string, ids: string, types: string): string {
-  return `select json_object_agg(effect_type, states)::text as entries from (
-      select f.effect_type, json_object_agg(f.event_id, f.state) as states from ${s}.effects f
-       where f.event_id = any(${ids}) and f.effect_type = any(${types}) group by f.effect_type) t`;
+function runEventsJson(s: string, types: string): string {
+  return `(select coalesce(json_agg(json_build_array(e.position, e.tx_order, e.stream_id, e.stream_version, e.id, e.type, e.data, e.metadata,
+        floor(extract(epoch from e.occurred_at) * 1000), floor(extract(epoch from e.recorded_at) * 1000), e.partition)
+        order by e.tx_order, e.position), '[]')::text from e) as events,
+      (select json_agg(json_build_array(f.event_id, f.effect_type, f.state))::text from ${s}.effects f
+        where cardinality(${types}) > 0 and f.event_id = any(array(select e.id from e)) and f.effect_type = any(${types})) as ledger`;
 }
 
 /** A diff row the run would add: nothing before, stored as JSON null (or SQL NULL). */
@@ -83,15 +77,16 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
       order by e.tx_order, e.position
       limit $3`;
   return {
-    /** A run's next events ({@link nextEvents}). */
-    readBatch: `select ${runEventJson('case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end')}
-      ${nextEvents}`,
     /**
-     * The ledger entries of the same next events for effect types $11 (see {@link ledgerJson}).
-     * It runs beside `readBatch` and may see a slightly different frontier: an entry it misses is
-     * found by the reservation.
+     * A run's next events ({@link nextEvents}) with their ledger entries for effect types $11
+     * ({@link runEventsJson}), and the streams with parked events of run $12 (few: all of them
+     * rather than a lookup per stream of the batch), in one statement and one snapshot.
      */
-    ledgerOfNextEvents: ledgerJson(s, 'array(select e.id ' + nextEvents + ')', '$11'),
+    readBatch: `with e as materialized (
+        select e.*, case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end as partition
+        ${nextEvents})
+      select ${runEventsJson(s, '$11::text[]')},
+        array(select distinct p.stream_id from ${s}.parked_events p where p.run_id = $12) as blocked`,
     /** Events of the run's range a reader cannot see yet: the run is not finished while any remain. */
     /**
      * Whether the range has events after the checkpoint ($6, $7): held back by an open
@@ -107,8 +102,9 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
       where type = any($1::text[])
         and ($2::timestamptz is null or occurred_at >= $2) and ($3::timestamptz is null or occurred_at < $3)
         and ($4::bigint is null or position >= $4) and ($5::bigint is null or position <= $5)`,
-    /** Events by id ($1), in log order, as a run reads them. */
-    eventsByIds: `select ${runEventJson('0')} from ${s}.events e where e.id = any($1::uuid[]) order by e.tx_order, e.position`,
+    /** Events by id ($1), in log order, as a run reads them, with their ledger entries for effect types $2. */
+    eventsByIds: `with e as materialized (select e.*, 0 as partition from ${s}.events e where e.id = any($1::uuid[]))
+      select ${runEventsJson(s, '$2::text[]')}`,
 
     /** Registers a run or finds it again; $11 what it reads (relays), $12 its partition count (live runs and relays). */
     startRun: `insert into ${s}.processor_runs (run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events, source, partitions)
@@ -141,8 +137,11 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
       where (${s}.processor_checkpoints.tx_order, ${s}.processor_checkpoints.position) < (excluded.tx_order, excluded.position)`,
     counters: `select name, value from ${s}.run_counters where run_id = $1 order by name`,
 
-    /** Current rows for the keys a batch writes: $1 a JSON array of [projection, key]; `i` is 1-based into it. */
-    probe: `select k.i::int as i, p.doc, p.version, p.observed_at
+    /**
+     * Current rows for the keys a batch writes ($1 a JSON array of [projection, key]), as one JSON
+     * array of [i, doc, version, observed_at as epoch microseconds], `i` 1-based into the keys.
+     */
+    probe: `select json_agg(json_build_array(k.i, p.doc, p.version, (extract(epoch from p.observed_at) * 1000000)::bigint))::text as rows
       from json_array_elements($1::json) with ordinality as k(pair, i)
       join ${s}.projections p on p.projection = k.pair->>0 and p.key = k.pair->>1`,
     /**
@@ -241,8 +240,6 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
     /** Entries in one state ($1) by effect type, on the effects_open index: the review queue's size per provider. */
     effectsOfStateByType: `select effect_type, count(*)::bigint as n from ${s}.effects where state = $1 group by effect_type`,
 
-    /** The ledger entries of events $1 for effect types $2 (see {@link ledgerJson}). */
-    ledgerOfEvents: ledgerJson(s, '$1::uuid[]', '$2::text[]'),
     /** Streams with parked events: few, so all of them rather than a lookup per stream of the batch. */
     blockedStreams: `select distinct stream_id from ${parked} where run_id = $1`,
     parkMany: `insert into ${parked} (processor, run_id, event_id, stream_id, position, reason, error)

@@ -21,6 +21,9 @@ export interface ProbeRequest extends Suspended<boolean> {
   write: StateWrite;
 }
 
+/** A stored row as the probe answers it: [i, doc, version, observed_at in epoch microseconds]. */
+type ProbedRow = [number, unknown, number | null, number | null];
+
 interface StoredRow extends GuardValues {
   doc: unknown;
 }
@@ -78,10 +81,12 @@ export class StateBuffer {
       missing.push(write);
     }
     if (missing.length > 0) {
-      const { rows } = await target.query<{ i: number; doc: unknown; version: number | null; observed_at: Date | null }>(this.run.sql.probe, [
-        JSON.stringify(missing.map((write) => [write.projection, write.key])),
-      ], { prepare: true });
-      for (const row of rows) this.stored.set(missing[row.i - 1]!.id, { doc: row.doc, version: row.version, observedAt: row.observed_at });
+      const { rows } = await target.query<{ rows: string | null }>(this.run.sql.probe, [JSON.stringify(missing.map((write) => [write.projection, write.key]))], { prepare: true });
+      if (rows[0]?.rows) {
+        for (const [i, doc, version, observedUs] of JSON.parse(rows[0].rows) as ProbedRow[]) {
+          this.stored.set(missing[i - 1]!.id, { doc, version, observedAt: observedUs === null ? null : new Date(Math.floor(observedUs / 1000)) });
+        }
+      }
     }
     requests.sort((a, b) => a.write.order - b.write.order);
     for (const request of requests) request.resolve(this.consider(request.write));

@@ -59,6 +59,10 @@ function prepareEvent(event: NewEvent, index: number, now: Date): PreparedEvent 
   if (occurredAt !== undefined && !(occurredAt instanceof Date && Number.isFinite(occurredAt.getTime()))) {
     throw new ValidationError(`${at}.occurredAt`, 'must be a valid Date');
   }
+  if (occurredAt !== undefined && (occurredAt.getUTCFullYear() < 1 || occurredAt.getUTCFullYear() > 9999)) {
+    // PostgreSQL reads the ISO 8601 form only for years 1 to 9999 (toISOString writes +010000-… beyond).
+    throw new ValidationError(`${at}.occurredAt`, 'must be within years 0001 to 9999');
+  }
   return {
     id: (id ?? randomUUID()).toLowerCase(),
     type,

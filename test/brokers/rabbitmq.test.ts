@@ -11,6 +11,7 @@ import { runRelay, type Relay } from '../../src/outbox/relay.js';
 import { createEventStore } from '../../src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
 import { RABBITMQ_URL, startTcpProxy } from '../support/brokers.js';
+import { runRastro } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
 import { storeWithMessages as storeWith } from '../support/outbox-writers.js';
 
@@ -133,6 +134,48 @@ describe.skipIf(!RABBITMQ_URL)(`the relay and the inbox on RabbitMQ (${backend.n
       return list.length === 1 ? list : undefined;
     }, 'the message to a missing exchange parked');
     expect(refused!.error).toMatch(/has no exchange/);
+  });
+
+  it('parks a message no queue is bound for (returned, mandatory), holding back only its aggregate, and outbox parked retry delivers all in order once a queue is bound', async () => {
+    // The relay runs before any consumer: only the Bound messages have a queue yet.
+    const { exchange, queue: bound } = await exchangeWithQueue({}, 'order.Bound');
+    const written = [
+      ...Array.from({ length: 12 }, (_, n) => ({ aggregateId: `a${n % 3}`, n })),
+      ...Array.from({ length: 4 }, (_, n) => ({ aggregateId: 'b', type: 'Bound', n: 100 + n })),
+    ];
+    const store = await storeWithMessages(written);
+    const relay = track(await runRelay({ store, publisher: track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange })), pollIntervalMs: 50, maxAttempts: 2, retryDelayMs: 10 }));
+    const parked = await eventually(async () => {
+      const list = await relayAdmin(store).parked();
+      return list.length === 12 ? list : undefined;
+    }, 'every unroutable message parked');
+    // The Bound aggregate was not held back.
+    expect((await drain(bound, 4)).map(nOf)).toEqual([100, 101, 102, 103]);
+    const failed = parked.filter((p) => p.reason === 'failed');
+    expect(failed.map((p) => p.aggregateKey).sort()).toEqual(['order:a0', 'order:a1', 'order:a2']);
+    for (const p of failed) expect(p.error).toMatch(/RabbitMQ returned the message: no queue is bound to exchange .* for routing key "order.OrderChanged" \(312 NO_ROUTE\)/);
+    // Returned messages are not counted as published.
+    const [status] = await relayAdmin(store).status();
+    expect(status!.counters.published).toBe(4);
+    expect(status!.parked).toBe(12);
+    expect(relay.counters.get('published')).toBe(4);
+
+    const late = `${bound}_late`;
+    await channel.assertQueue(late, { durable: false });
+    await channel.bindQueue(late, exchange, 'order.OrderChanged');
+    cleanups.push(() => channel.deleteQueue(late));
+    for (const p of failed) {
+      if (backend.name === 'postgres') {
+        const env = { DATABASE_URL: process.env.DATABASE_URL, RASTRO_SCHEMA: store.schema, RASTRO_BROKER_URL: RABBITMQ_URL, RASTRO_AMQP_EXCHANGE: exchange };
+        const result = await runRastro(['outbox', 'parked', 'retry', p.messageId], env);
+        expect(result, result.stderr).toMatchObject({ code: 0, stdout: 'published 4, still parked 0\n' });
+      } else {
+        expect(await relayAdmin(store).retry(p.messageId, track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange })))).toEqual({ published: 4, stillParked: 0 });
+      }
+    }
+    expectInOrderPerAggregate(await drain(late, 12), written.filter((m) => m.aggregateId !== 'b'));
+    const [after] = await relayAdmin(store).status();
+    expect(after).toMatchObject({ parked: 0, pending: 0, counters: { published: 16 } });
   });
 
   it('reconnects after the connection is cut, keeps its place and loses nothing', async () => {

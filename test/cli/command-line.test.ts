@@ -76,6 +76,8 @@ describe('the rastro command line', () => {
       [['frobnicate'], 'unknown command frobnicate', 'usage: rastro <command>'],
       [['outbox', 'frobnicate'], 'unknown outbox command frobnicate', 'usage: rastro outbox status'],
       [['outbox', 'parked', 'frobnicate'], 'unexpected argument "frobnicate" for rastro outbox parked list', 'usage: rastro outbox parked list'], // list is the default
+      [['frobnicate', '--help'], 'unknown command frobnicate', 'usage: rastro <command>'],
+      [['outbox', 'frobnicate', '-h'], 'unknown outbox command frobnicate', 'usage: rastro outbox status'],
       [['outbox', 'statsu'], 'unknown outbox command statsu (did you mean status?)', 'usage: rastro outbox status'],
       [['effects'], 'effects needs a command', 'rastro effects resolve <key> --as <outcome>'],
       [['store', 'status', '--frobnicate'], "Unknown option '--frobnicate' for rastro store status", 'usage: rastro store status [--json]'],
