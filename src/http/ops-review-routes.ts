@@ -10,6 +10,7 @@ import type { EffectTypes } from '../processing/ledger/effect-type.js';
 import type { Processor } from '../processing/processor.js';
 import { ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
+import { MAX_EFFECT_KEY_LENGTH } from './path-limits.js';
 import { integerQueries, counters, emptyBody, limitQuery, nullableNumber, nullableString, opsErrorHandler, opsErrors, problem, runIdPattern, uuidPattern } from './ops-schemas.js';
 
 export interface ReviewRouteDeps {
@@ -92,7 +93,7 @@ export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps):
     schema: {
       operationId: 'resolveEffect', tags,
       summary: "Resolve an uncertain effect or one in review: done (someone confirmed it happened), failed (confirmed it did not; a charge's capture becomes FAILED) or retry (release it: the next run that reaches its event executes it; refused for a charge's capture)",
-      params: { type: 'object', properties: { key: { type: 'string', minLength: 1, maxLength: 300, description: '<event id>:<effect type>' } }, required: ['key'] },
+      params: { type: 'object', properties: { key: { type: 'string', minLength: 1, maxLength: MAX_EFFECT_KEY_LENGTH, description: '<event id>:<effect type>' } }, required: ['key'] },
       body: { type: 'object', properties: { as: { type: 'string', enum: ['done', 'failed', 'retry'] } }, required: ['as'], additionalProperties: false },
       response: { 200: { type: 'object', properties: { key: { type: 'string' }, before: effectState, after: { type: 'string', enum: ['done', 'failed', 'released'] } } }, ...actionErrors },
     },
