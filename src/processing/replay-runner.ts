@@ -113,7 +113,8 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     beating = await holdRunAlive(db, sql, runId, runner.token);
     const run: RunContext = {
       db,
-      sql,
+      // A simulate run's failures go to its own record, not to the operational queue.
+      sql: options.simulate ? processingSql(quoteSchema(store.schema), { simulate: true }) : sql,
       schema: store.schema,
       processor,
       runId,
