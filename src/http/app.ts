@@ -18,6 +18,7 @@ import { problemErrorHandler, sendProblem } from './problem.js';
 import { traceRequests } from './request-tracing.js';
 import { textBoundary } from './text-boundary.js';
 import { loopbackOnly } from './host-guard.js';
+import { MAX_PATH_PARAM_LENGTH } from './path-limits.js';
 import { framingErrorHandler, notFoundOrMethodNotAllowed } from './client-errors.js';
 
 export interface AppDeps extends OperationsDeps {
@@ -123,6 +124,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     keepAliveTimeout: timeouts.keepAliveMs,
     bodyLimit: 64 * 1024,
     requestIdHeader: 'x-request-id',
+    // Every documented identifier reaches its route (an effect key, `<source>:<orderId>`).
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
     genReqId: () => crypto.randomUUID(),
     // Bodies are validated as sent: no coercion of "100" to 100, no silent removal of fields.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },

@@ -3,12 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Publisher } from '../brokers/message.js';
 import { OperationConflictError, OperationTargetNotFoundError } from '../operations/errors.js';
 import { relayAdmin } from '../outbox/relay-admin.js';
+import { effectsWaitingForReview } from '../operations/review-queue.js';
 import { EFFECT_STATES, effectLedger, type EffectRecord } from '../processing/effect-admin.js';
 import { parkedEvents } from '../processing/parking.js';
 import type { EffectTypes } from '../processing/ledger/effect-type.js';
 import type { Processor } from '../processing/processor.js';
 import { ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
+import { MAX_EFFECT_KEY_LENGTH } from './path-limits.js';
 import { integerQueries, counters, emptyBody, limitQuery, nullableNumber, nullableString, opsErrorHandler, opsErrors, problem, runIdPattern, uuidPattern } from './ops-schemas.js';
 
 export interface ReviewRouteDeps {
@@ -33,6 +35,7 @@ const effectSchema = {
     key: { type: 'string' }, eventId: { type: 'string' }, effectType: { type: 'string' }, state: effectState, runId: { type: 'string' },
     onFailure: { type: 'string', enum: ['release', 'keep'] }, result: { description: 'what the provider answered (any JSON), or null' }, error: nullableString,
     reservedAt: { type: 'string', format: 'date-time' }, updatedAt: { type: 'string', format: 'date-time' },
+    stateSince: { type: 'string', format: 'date-time', description: 'when it entered its state (updatedAt moves at every reconciliation pass)' },
   },
 } as const;
 const parkedSchema = {
@@ -67,14 +70,22 @@ export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps):
   const parked = parkedEvents(deps.store);
   const relays = relayAdmin(deps.store);
 
-  app.get<{ Querystring: { state?: EffectRecord['state']; limit: number } }>('/ops/effects', {
+  app.get<{ Querystring: { state?: EffectRecord['state']; queue?: 'review'; limit: number } }>('/ops/effects', {
     schema: {
       operationId: 'listEffects', tags, summary: 'Effect ledger entries, newest first, with the count in each state',
-      querystring: { type: 'object', properties: { state: effectState, limit: limitQuery }, additionalProperties: false },
+      querystring: {
+        type: 'object',
+        properties: {
+          state: effectState, limit: limitQuery,
+          queue: { type: 'string', enum: ['review'], description: "review: the effects waiting for review, as the overview's card and rastro_review_queue{queue=\"effects\"} count them (uncertain or needs-review, charge captures apart)" },
+        },
+        additionalProperties: false,
+      },
       response: { 200: { type: 'object', properties: { counts: counters, effects: { type: 'array', items: effectSchema } } }, ...opsErrors },
     },
   }, async (request) => {
-    const [counts, list] = await Promise.all([effects.countByState(), effects.list(request.query)]);
+    const { queue, ...filter } = request.query;
+    const [counts, list] = await Promise.all([effects.countByState(), queue === 'review' ? effectsWaitingForReview(deps.store, filter.limit) : effects.list(filter)]);
     return { counts, effects: list };
   });
 
@@ -82,7 +93,7 @@ export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps):
     schema: {
       operationId: 'resolveEffect', tags,
       summary: "Resolve an uncertain effect or one in review: done (someone confirmed it happened), failed (confirmed it did not; a charge's capture becomes FAILED) or retry (release it: the next run that reaches its event executes it; refused for a charge's capture)",
-      params: { type: 'object', properties: { key: { type: 'string', minLength: 1, maxLength: 300, description: '<event id>:<effect type>' } }, required: ['key'] },
+      params: { type: 'object', properties: { key: { type: 'string', minLength: 1, maxLength: MAX_EFFECT_KEY_LENGTH, description: '<event id>:<effect type>' } }, required: ['key'] },
       body: { type: 'object', properties: { as: { type: 'string', enum: ['done', 'failed', 'retry'] } }, required: ['as'], additionalProperties: false },
       response: { 200: { type: 'object', properties: { key: { type: 'string' }, before: effectState, after: { type: 'string', enum: ['done', 'failed', 'released'] } } }, ...actionErrors },
     },

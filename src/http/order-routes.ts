@@ -1,6 +1,6 @@
 import type {} from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import { ORDER_STATUSES, parseOrderKey } from '../intake/order-snapshot.js';
+import { MAX_ORDER_ID_LENGTH, MAX_ORDER_KEY_LENGTH, MAX_SOURCE_LENGTH, ORDER_STATUSES, parseOrderKey } from '../intake/order-snapshot.js';
 import type { Orders } from '../intake/orders.js';
 
 export interface OrderRouteDeps {
@@ -9,8 +9,12 @@ export interface OrderRouteDeps {
 
 const problem = { $ref: 'problem#' };
 const errors = { 400: problem, 401: problem, 404: problem, 413: problem, 415: problem, 422: problem };
-const sourceParams = { type: 'object', properties: { source: { type: 'string' } }, required: ['source'] } as const;
-const idParams = { type: 'object', properties: { id: { type: 'string', description: '<source>:<orderId>, e.g. pied:260065713' } }, required: ['id'] } as const;
+const sourceParams = { type: 'object', properties: { source: { type: 'string', maxLength: MAX_SOURCE_LENGTH } }, required: ['source'] } as const;
+const idParams = {
+  type: 'object',
+  properties: { id: { type: 'string', maxLength: MAX_ORDER_KEY_LENGTH, description: `<source>:<orderId>, e.g. pied:260065713; a source of up to ${MAX_SOURCE_LENGTH} characters, an order id of up to ${MAX_ORDER_ID_LENGTH}` } },
+  required: ['id'],
+} as const;
 const anyObject = { type: 'object', additionalProperties: true } as const;
 
 type IdRequest = { Params: { id: string } };

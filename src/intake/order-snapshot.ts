@@ -31,8 +31,13 @@ export interface OrderSnapshot {
   payload: Record<string, unknown>;
 }
 
-const SOURCE = /^[a-z0-9][a-z0-9_-]{0,39}$/;
-const ORDER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** The longest provider name (`pied`), and the longest order id a provider may send. */
+export const MAX_SOURCE_LENGTH = 40;
+export const MAX_ORDER_ID_LENGTH = 64;
+/** `<source>:<orderId>`, the id of an order in the API. */
+export const MAX_ORDER_KEY_LENGTH = MAX_SOURCE_LENGTH + 1 + MAX_ORDER_ID_LENGTH;
+const SOURCE = new RegExp(`^[a-z0-9][a-z0-9_-]{0,${MAX_SOURCE_LENGTH - 1}}$`);
+const ORDER_ID = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${MAX_ORDER_ID_LENGTH - 1}}$`);
 
 /**
  * ISO 8601 / RFC 3339 date-time with any fraction of a second and a required offset (`Z`,
