@@ -11,6 +11,7 @@ export async function renderDiff(root, runId) {
   const totals = h('div', { class: 'cards', id: 'diff-totals' });
   const table = h('div', { id: 'diff-rows' });
   const pager = h('div', { class: 'pager', id: 'diff-pager' });
+  const failures = h('section', { id: 'diff-failures', 'aria-labelledby': 'diff-failures-title' });
   const projection = h('select', { id: 'diff-projection', name: 'projection' }, h('option', { value: '' }, 'all'));
   const key = h('input', { id: 'diff-key', name: 'key', type: 'search', placeholder: 'text in the key' });
   const filter = h('form', { class: 'inline', role: 'search', 'aria-label': 'Filter the diff' },
@@ -22,7 +23,7 @@ export async function renderDiff(root, runId) {
     h('p', {}, h('a', { href: '#/runs' }, '← Replay runs')),
     h('h1', {}, 'Diff of ', h('code', {}, runId)),
     h('p', { class: 'muted' }, `${run.processor} · ${run.simulate ? 'simulate' : 'real replay (no diff is recorded)'} · ${run.status} · ${run.done} of ${run.total ?? '?'} events`),
-    totals, h('h2', {}, 'Keys'), filter, pager, table);
+    totals, failures, h('h2', {}, 'Keys'), filter, pager, table);
 
   const query = (extra = {}) => {
     const params = new URLSearchParams();
@@ -54,6 +55,16 @@ export async function renderDiff(root, runId) {
       h('div', { class: 'card', 'data-total': 'added' }, h('div', { class: 'label' }, 'New keys'), h('div', { class: 'value' }, added)),
       h('div', { class: 'card', 'data-total': 'changed' }, h('div', { class: 'label' }, 'Changed keys'), h('div', { class: 'value' }, changed)),
       ...page.totals.map((t) => h('div', { class: 'card' }, h('div', { class: 'label' }, t.projection), h('div', { class: 'value' }, t.added + t.changed), h('div', { class: 'sub' }, `${t.added} new, ${t.changed} changed`))));
+    // A dry run's failures are its own record: shown here, never in the review queue or the figures.
+    const failed = page.failures ?? { total: 0, rows: [] };
+    failures.replaceChildren(...(failed.total === 0 ? [] : [
+      h('h2', { id: 'diff-failures-title' }, `Events the run could not handle (${failed.total})`),
+      h('p', { class: 'muted' }, 'A simulate run parks nothing: fix the handler before the real run, where these would be parked for review.'),
+      h('table', {},
+        h('thead', {}, h('tr', {}, ['Stream', 'Event', 'Reason', 'Error'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, failed.rows.map((f) => h('tr', { 'data-failure': f.eventId },
+          h('td', {}, h('code', {}, f.streamId)), h('td', {}, h('code', {}, f.eventId)), h('td', {}, f.reason), h('td', {}, f.error ?? '—'))))),
+    ]));
     if (projection.options.length === 1) projection.append(...page.totals.map((t) => h('option', { value: t.projection }, t.projection)));
     table.replaceChildren(page.rows.length === 0
       ? h('p', { class: 'empty' }, 'No keys match.')

@@ -1,27 +1,13 @@
 // Charges in review: the capture of each is an effect the acquirer could not account for. A person
 // checks with the acquirer, then confirms captured (done) or not captured (failed). Never "retry":
 // the capture was made on a request's path, and an acquirer capture is not repeated blindly.
-import { act, time } from './actions.js';
+import { act, since } from './actions.js';
 import { api } from './api.js';
 import { h } from './dom.js';
 import { badge } from './status.js';
 
-export const CAPTURE_EFFECT = 'charge.capture';
 const STATUS_OF_STATE = { reserved: 'PENDING', uncertain: 'PENDING', done: 'CAPTURED', failed: 'FAILED', 'needs-review': 'NEEDS_REVIEW' };
 const amount = (charge) => `${(charge.amountCents / 100).toFixed(2)} ${charge.currency}`;
-
-/**
- * The charges to decide on: those in NEEDS_REVIEW, and PENDING ones whose capture is uncertain
- * (reconciliation is still asking; a person who checked may settle them first).
- */
-export async function chargesToReview(captureEffects) {
-  const uncertain = new Set(captureEffects.filter((e) => e.state === 'uncertain').map((e) => e.key));
-  const [review, pending] = await Promise.all([
-    api('/ops/charges?status=NEEDS_REVIEW&limit=1000'),
-    uncertain.size ? api('/ops/charges?status=PENDING&limit=1000') : { charges: [] },
-  ]);
-  return [...review.charges, ...pending.charges.filter((c) => uncertain.has(`charge:${c.id}`))];
-}
 
 export function chargesTable(charges, reload) {
   if (charges.length === 0) return h('p', { class: 'empty' }, 'No charges in review.');
@@ -37,10 +23,10 @@ export function chargesTable(charges, reload) {
     describe: (r) => `Charge ${charge.id}: ${STATUS_OF_STATE[r.before]} → ${STATUS_OF_STATE[r.after]}`,
   });
   return h('table', {},
-    h('thead', {}, h('tr', {}, ['Charge', 'Amount', 'Customer', 'Idempotency key', 'Status', 'Reason', 'Since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('thead', {}, h('tr', {}, ['Charge', 'Amount', 'Customer', 'Idempotency key', 'Status', 'Reason', 'In this status since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, charges.map((c) => h('tr', { 'data-charge': c.id },
       h('td', {}, h('code', {}, c.id)), h('td', { class: 'num' }, amount(c)), h('td', {}, c.customerId), h('td', {}, h('code', {}, c.idempotencyKey)),
-      h('td', {}, badge(c.status)), h('td', {}, c.reason ?? '—'), h('td', {}, time(c.updatedAt)),
+      h('td', {}, badge(c.status)), h('td', {}, c.reason ?? '—'), h('td', {}, since(c.statusSince)),
       h('td', {}, h('div', { class: 'row-actions' },
         h('button', { type: 'button', onclick: (ev) => resolve(c, 'done', ev.currentTarget) }, 'Confirm captured'),
         h('button', { type: 'button', class: 'danger', onclick: (ev) => resolve(c, 'failed', ev.currentTarget) }, 'Confirm not captured')))))));

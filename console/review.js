@@ -1,11 +1,11 @@
 // Review queue: uncertain effects and effects in review to resolve, charges in review to settle,
 // parked events and outbox messages to retry or skip.
-import { act, time } from './actions.js';
+import { act, since } from './actions.js';
 import { api } from './api.js';
 import { h } from './dom.js';
 import { every } from './refresh.js';
 import { badge } from './status.js';
-import { CAPTURE_EFFECT, chargesTable, chargesToReview } from './review-charges.js';
+import { chargesTable } from './review-charges.js';
 
 function effectsTable(effects, reload) {
   if (effects.length === 0) return h('p', { class: 'empty' }, 'No uncertain effects and none in review.');
@@ -21,10 +21,10 @@ function effectsTable(effects, reload) {
     describe: (r) => `Effect ${r.key}: ${r.before} → ${r.after}`,
   });
   return h('table', {},
-    h('thead', {}, h('tr', {}, ['Effect', 'Event', 'Run', 'State', 'Error', 'Since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('thead', {}, h('tr', {}, ['Effect', 'Event', 'Run', 'State', 'Error', 'In this state since', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, effects.map((e) => h('tr', { 'data-effect': e.key },
       h('td', {}, h('code', {}, e.effectType)), h('td', {}, h('code', {}, e.eventId)), h('td', {}, e.runId),
-      h('td', {}, badge(e.state)), h('td', {}, e.error ?? '—'), h('td', {}, time(e.updatedAt)),
+      h('td', {}, badge(e.state)), h('td', {}, e.error ?? '—'), h('td', {}, since(e.stateSince)),
       h('td', {}, h('div', { class: 'row-actions' },
         h('button', { type: 'button', onclick: (ev) => resolve(e, 'done', ev.currentTarget) }, 'Confirm it happened'),
         // Only an event's effect can be released: one made on a request's path is refused.
@@ -52,7 +52,7 @@ function parkedTable(rows, kind, reload) {
     h('tbody', {}, rows.map((row) => h('tr', kind === 'event' ? { 'data-parked-event': row.eventId, 'data-parked-run': row.runId } : { 'data-parked-message': row.messageId },
       h('td', {}, row.processor ?? row.relay), kind === 'event' ? h('td', {}, h('code', {}, row.runId)) : null,
       h('td', {}, h('code', {}, row.streamId ?? row.aggregateKey)), h('td', {}, h('code', {}, idOf(row))),
-      h('td', {}, badge(row.reason)), h('td', {}, row.error ?? '—'), h('td', {}, time(row.parkedAt)),
+      h('td', {}, badge(row.reason)), h('td', {}, row.error ?? '—'), h('td', {}, since(row.parkedAt)),
       h('td', {}, h('div', { class: 'row-actions' },
         h('button', { type: 'button', onclick: (ev) => run(row, 'retry', ev.currentTarget) }, 'Retry'),
         h('button', { type: 'button', class: 'danger', onclick: (ev) => run(row, 'skip', ev.currentTarget) }, 'Skip')))))));
@@ -65,14 +65,13 @@ export async function renderReview(root) {
   const messages = h('section', { 'aria-labelledby': 'messages-title' });
   root.append(h('h1', {}, 'Review queue'), h('p', { id: 'review-result', class: 'muted', 'aria-live': 'polite' }), effects, charges, events, messages);
   const reload = async () => {
-    const [uncertain, review, p, m] = await Promise.all([
-      api('/ops/effects?state=uncertain&limit=1000'), api('/ops/effects?state=needs-review&limit=1000'), api('/ops/parked-events'), api('/ops/outbox/parked'),
+    // The server's one definition of the queue (queue=review), the same the overview's cards count.
+    const [waiting, inReview, p, m] = await Promise.all([
+      api('/ops/effects?queue=review&limit=1000'), api('/ops/charges?queue=review&limit=1000'), api('/ops/parked-events'), api('/ops/outbox/parked'),
     ]);
-    const open = [...review.effects, ...uncertain.effects];
-    // A charge's capture is settled in its own section, with the charge beside it.
-    const ofEvents = open.filter((e) => e.effectType !== CAPTURE_EFFECT);
-    const toReview = await chargesToReview(open.filter((e) => e.effectType === CAPTURE_EFFECT));
-    effects.replaceChildren(h('h2', { id: 'effects-title' }, `Uncertain effects and effects in review (${ofEvents.length})`), effectsTable(ofEvents, reload));
+    const ofEvents = waiting.effects;
+    const toReview = inReview.charges;
+    effects.replaceChildren(h('h2', { id: 'effects-title' }, `Effects waiting for review (${ofEvents.length})`), effectsTable(ofEvents, reload));
     const lookUp = h('p', { class: 'muted' }, 'Look each one up at the acquirer by its idempotency key before you confirm. PENDING ones are still being asked about by reconciliation.');
     charges.replaceChildren(h('h2', { id: 'charges-title' }, `Charges in review (${toReview.length})`), ...(toReview.length ? [lookUp] : []), chargesTable(toReview, reload));
     events.replaceChildren(h('h2', { id: 'parked-title' }, `Parked events (${p.parked.length})`), parkedTable(p.parked, 'event', reload));

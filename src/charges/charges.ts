@@ -34,6 +34,8 @@ export interface Charge {
   reason: string | null;
   createdAt: string;
   updatedAt: string;
+  /** When it entered its status: a PENDING charge since its creation, a settled one since its capture settled. */
+  statusSince: string;
 }
 
 export interface ChargeOptions {
@@ -68,6 +70,7 @@ interface ChargeRow {
   currency: string;
   created_at: Date;
   updated_at: Date;
+  status_since: Date;
   status: ChargeStatus;
   result: { captureId?: unknown } | null;
   error: string | null;
@@ -111,6 +114,7 @@ function toCharge(row: ChargeRow): Charge {
     reason: row.status === 'CAPTURED' ? null : row.error,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
+    statusSince: row.status_since.toISOString(),
   };
 }
 
@@ -282,11 +286,13 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
       return toCharge(row);
     },
 
-    async list(filter: { status?: ChargeStatus; limit?: number } = {}): Promise<Charge[]> {
+    /** Newest first, by status, or by the ledger states of their capture (`captureStates`: how the review queue defines charges in review). */
+    async list(filter: { status?: ChargeStatus; captureStates?: readonly string[]; limit?: number } = {}): Promise<Charge[]> {
       if (filter.status !== undefined && !CHARGE_STATUSES.includes(filter.status)) throw new ValidationError('status', `must be one of ${CHARGE_STATUSES.join(', ')}`);
       const limit = filter.limit ?? 100;
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit', 'must be a whole number from 1 to 1000');
-      const { rows } = await db.query<ChargeRow>(sql.list, [filter.status ? STATES_OF_STATUS[filter.status] : null, limit]);
+      const states = filter.captureStates ?? (filter.status ? STATES_OF_STATUS[filter.status] : null);
+      const { rows } = await db.query<ChargeRow>(sql.list, [states, limit]);
       return rows.map(toCharge);
     },
 

@@ -12,7 +12,9 @@ function status(e: string): string {
 }
 
 const CHARGE_COLUMNS = (c: string, e: string) => `${c}.id, ${c}.idempotency_key, ${c}.request_hash, ${c}.customer_id, ${c}.amount_cents::float8 as amount_cents, ${c}.currency,
-  ${c}.created_at, ${e}.updated_at, ${status(e)} as status, ${e}.result, ${e}.error, ${e}.checks`;
+  ${c}.created_at, ${e}.updated_at, ${status(e)} as status, ${e}.result, ${e}.error, ${e}.checks,
+  -- A charge is PENDING from its creation (its capture reserved, then perhaps uncertain); in any other status since its capture settled.
+  case when ${e}.state in ('reserved', 'uncertain') then ${c}.created_at else ${e}.state_since end as status_since`;
 
 /** Statuses of the API, and the ledger states behind them. */
 export const STATES_OF_STATUS: Readonly<Record<string, readonly string[]>> = {
@@ -46,11 +48,11 @@ export function chargeSql(s: string) {
      * first: the charge as it now stands, or no row.
      */
     settle: `with e as (
-        update ${s}.effects set state = $2, result = $3::jsonb, error = $4, updated_at = now()
-        where key = $1 and state in ('reserved', 'uncertain') returning state, result, error, checks, updated_at)
+        update ${s}.effects set state = $2, result = $3::jsonb, error = $4, updated_at = now(), state_since = case when state = $2 then state_since else now() end
+        where key = $1 and state in ('reserved', 'uncertain') returning state, result, error, checks, updated_at, state_since)
       select ${CHARGE_COLUMNS('c', 'e')} from e, ${s}.charges c where c.id = $5`,
     /** An ambiguous failure: PENDING stays, for reconciliation. */
-    ambiguous: `update ${s}.effects set state = 'uncertain', error = $2, updated_at = now() where key = $1 and state = 'reserved'`,
+    ambiguous: `update ${s}.effects set state = 'uncertain', error = $2, updated_at = now(), state_since = now() where key = $1 and state = 'reserved'`,
     /** PENDING charges older than the deadline ($1 ms): money in an unknown place. */
     stale: `select count(*)::int as count, coalesce(extract(epoch from now() - min(reserved_at)), 0)::float8 as oldest_seconds
       from ${s}.effects where effect_type = '${CAPTURE_EFFECT}' and state in ('reserved', 'uncertain')

@@ -6,7 +6,7 @@ import { runLive } from '../processing/live-runner.js';
 import { parkedEvents } from '../processing/parking.js';
 import { validatePolicy, type EffectPolicy } from '../processing/policy.js';
 import { runReplay } from '../processing/replay-runner.js';
-import { runDiff } from '../processing/run-diff.js';
+import { runDiff, simulateFailures } from '../processing/run-diff.js';
 import { findProcessor } from './load-processors.js';
 import { group } from './command-tree.js';
 import { choiceOption, isoDate, jsonOption, limitOption, processorsOption } from './options.js';
@@ -58,12 +58,17 @@ async function replay(name: string, options: ReplayOptions): Promise<void> {
 }
 
 async function replayDiff(runId: string, options: { csv?: boolean; json?: boolean }): Promise<void> {
-  const diff = await withStore((store) => runDiff(store, runId));
+  const [diff, failed] = await withStore((store) => Promise.all([runDiff(store, runId), simulateFailures(store, runId, { limit: 1000 })]));
   const headers = ['projection', 'key', 'before', 'after'];
   const rows = diff.map((row) => [row.projection, row.key, row.before, row.after]);
   if (options.csv) return void console.log(csv(headers, rows));
   if (options.json) return printJson(diff);
   console.log(rows.length === 0 ? `no differences recorded for ${runId}` : table(headers, rows));
+  // A simulate run parks nothing: what it could not handle is shown with its diff.
+  if (failed.total > 0) {
+    console.log(`\n${failed.total} event(s) the run could not handle (not parked: a simulate run leaves nothing to review):`);
+    console.log(table(['event', 'stream', 'reason', 'error'], failed.failures.map((f) => [f.eventId, f.streamId, f.reason, f.error])));
+  }
 }
 
 async function listEffects(options: { state?: EffectState; limit: number; json?: boolean }): Promise<void> {

@@ -25,6 +25,7 @@ export const chargeSchema = {
     reason: { type: 'string', nullable: true, description: 'Why it failed, or what is still unknown' },
     createdAt: { type: 'string', format: 'date-time' },
     updatedAt: { type: 'string', format: 'date-time' },
+    statusSince: { type: 'string', format: 'date-time', description: 'when it entered its status: PENDING since its creation, otherwise since its capture settled' },
   },
 } as const;
 

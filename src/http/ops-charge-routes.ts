@@ -2,6 +2,7 @@ import type {} from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { CHARGE_STATUSES, createCharges, type Charges, type ChargeStatus } from '../charges/charges.js';
 import { readFigure } from '../operations/figures.js';
+import { chargesInReview } from '../operations/review-queue.js';
 import type { EventStore } from '../store/event-store.js';
 import { chargeSchema } from './charge-routes.js';
 import { counters, integerQueries, limitQuery, nullableNumber, opsErrorHandler, opsErrors } from './ops-schemas.js';
@@ -32,15 +33,23 @@ export async function chargeOpsRoutes(app: FastifyInstance, deps: ChargeOpsRoute
   app.addHook('preValidation', async (request) => integerQueries(request));
   const charges = deps.charges ?? createCharges(deps.store);
 
-  app.get<{ Querystring: { status?: ChargeStatus; limit: number } }>('/ops/charges', {
+  app.get<{ Querystring: { status?: ChargeStatus; queue?: 'review'; limit: number } }>('/ops/charges', {
     schema: {
       operationId: 'listOpsCharges', tags: ['review'],
       summary: 'Charges, newest first, optionally by status (NEEDS_REVIEW: waiting for a person), with the count in each status and the stale PENDING ones',
-      querystring: { type: 'object', properties: { status: { type: 'string', enum: [...CHARGE_STATUSES] }, limit: limitQuery }, additionalProperties: false },
+      querystring: {
+        type: 'object',
+        properties: {
+          status: { type: 'string', enum: [...CHARGE_STATUSES] }, limit: limitQuery,
+          queue: { type: 'string', enum: ['review'], description: "review: the charges in review, as the overview's card and rastro_review_queue{queue=\"charges\"} count them (NEEDS_REVIEW, and PENDING ones whose capture is uncertain)" },
+        },
+        additionalProperties: false,
+      },
       response: { 200: { type: 'object', properties: { counts: counters, stalePending, charges: { type: 'array', items: chargeSchema } } }, ...opsErrors },
     },
   }, async (request) => {
-    const [figure, list] = await Promise.all([readFigure('charges', { store: deps.store, charges }), charges.list(request.query)]);
+    const { queue, ...filter } = request.query;
+    const [figure, list] = await Promise.all([readFigure('charges', { store: deps.store, charges }), queue === 'review' ? chargesInReview(charges, filter.limit) : charges.list(filter)]);
     return { counts: figure.byStatus, stalePending: figure.stalePending, charges: list };
   });
 }

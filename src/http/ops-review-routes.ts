@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Publisher } from '../brokers/message.js';
 import { OperationConflictError, OperationTargetNotFoundError } from '../operations/errors.js';
 import { relayAdmin } from '../outbox/relay-admin.js';
+import { effectsWaitingForReview } from '../operations/review-queue.js';
 import { EFFECT_STATES, effectLedger, type EffectRecord } from '../processing/effect-admin.js';
 import { parkedEvents } from '../processing/parking.js';
 import type { EffectTypes } from '../processing/ledger/effect-type.js';
@@ -34,6 +35,7 @@ const effectSchema = {
     key: { type: 'string' }, eventId: { type: 'string' }, effectType: { type: 'string' }, state: effectState, runId: { type: 'string' },
     onFailure: { type: 'string', enum: ['release', 'keep'] }, result: { description: 'what the provider answered (any JSON), or null' }, error: nullableString,
     reservedAt: { type: 'string', format: 'date-time' }, updatedAt: { type: 'string', format: 'date-time' },
+    stateSince: { type: 'string', format: 'date-time', description: 'when it entered its state (updatedAt moves at every reconciliation pass)' },
   },
 } as const;
 const parkedSchema = {
@@ -68,14 +70,22 @@ export async function reviewRoutes(app: FastifyInstance, deps: ReviewRouteDeps):
   const parked = parkedEvents(deps.store);
   const relays = relayAdmin(deps.store);
 
-  app.get<{ Querystring: { state?: EffectRecord['state']; limit: number } }>('/ops/effects', {
+  app.get<{ Querystring: { state?: EffectRecord['state']; queue?: 'review'; limit: number } }>('/ops/effects', {
     schema: {
       operationId: 'listEffects', tags, summary: 'Effect ledger entries, newest first, with the count in each state',
-      querystring: { type: 'object', properties: { state: effectState, limit: limitQuery }, additionalProperties: false },
+      querystring: {
+        type: 'object',
+        properties: {
+          state: effectState, limit: limitQuery,
+          queue: { type: 'string', enum: ['review'], description: "review: the effects waiting for review, as the overview's card and rastro_review_queue{queue=\"effects\"} count them (uncertain or needs-review, charge captures apart)" },
+        },
+        additionalProperties: false,
+      },
       response: { 200: { type: 'object', properties: { counts: counters, effects: { type: 'array', items: effectSchema } } }, ...opsErrors },
     },
   }, async (request) => {
-    const [counts, list] = await Promise.all([effects.countByState(), effects.list(request.query)]);
+    const { queue, ...filter } = request.query;
+    const [counts, list] = await Promise.all([effects.countByState(), queue === 'review' ? effectsWaitingForReview(deps.store, filter.limit) : effects.list(filter)]);
     return { counts, effects: list };
   });
 

@@ -6,7 +6,7 @@ import type { FigureHistory } from '../operations/figure-history.js';
 import { readFigure, readFigures } from '../operations/figures.js';
 import { replayJobs } from '../operations/replay-jobs.js';
 import type { Processor } from '../processing/processor.js';
-import { runDiff, runDiffPage } from '../processing/run-diff.js';
+import { runDiff, runDiffPage, simulateFailures } from '../processing/run-diff.js';
 import { runStatus } from '../processing/run-status.js';
 import { handledTypes } from '../processing/read-batch.js';
 import type { EventStore } from '../store/event-store.js';
@@ -51,6 +51,12 @@ const runSchema = {
 } as const;
 
 const diffRow = { type: 'object', properties: { projection: { type: 'string' }, key: { type: 'string' }, before: { description: 'the row before; null when the run would add it' }, after: { description: 'the row the run would write' } } } as const;
+const failureRow = {
+  type: 'object',
+  properties: {
+    eventId: { type: 'string' }, streamId: { type: 'string' }, position: { type: 'number' }, reason: { type: 'string', enum: ['failed', 'waiting'] }, error: nullableString, at: { type: 'string', format: 'date-time' },
+  },
+} as const;
 const diffQuery = {
   type: 'object',
   properties: {
@@ -179,6 +185,10 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
             runId: { type: 'string' }, matching: { type: 'number' }, offset: { type: 'number' }, limit: { type: 'number' },
             totals: { type: 'array', items: { type: 'object', properties: { projection: { type: 'string' }, added: { type: 'number' }, changed: { type: 'number' } } } },
             rows: { type: 'array', items: diffRow },
+            failures: {
+              type: 'object', description: "events the simulate run could not handle: its own record, never parked in the review queue (first 100, and how many in all)",
+              properties: { total: { type: 'number' }, rows: { type: 'array', items: failureRow } },
+            },
           },
         },
         404: problem, ...opsErrors,
@@ -188,8 +198,8 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
     const { runId } = request.params;
     await diffOf(runId);
     const { projection, key, limit, offset } = request.query;
-    const page = await runDiffPage(store, runId, { projection, keyContains: key, limit, offset });
-    return { runId, offset, limit, ...page };
+    const [page, failed] = await Promise.all([runDiffPage(store, runId, { projection, keyContains: key, limit, offset }), simulateFailures(store, runId)]);
+    return { runId, offset, limit, ...page, failures: { total: failed.total, rows: failed.failures } };
   });
 
   app.get<{ Params: { runId: string }; Querystring: Omit<DiffQuery, 'limit' | 'offset'> }>('/ops/runs/:runId/diff.csv', {

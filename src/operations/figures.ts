@@ -12,6 +12,7 @@ import { handledTypes } from '../processing/read-batch.js';
 import { runStatus } from '../processing/run-status.js';
 import { processingSql } from '../processing/sql.js';
 import type { EventStore } from '../store/event-store.js';
+import { reviewQueueCounts } from './review-queue.js';
 
 /** What a figure reads with: the store, the processors this process knows (for their event types) and its charges (for their deadline). */
 export interface FiguresContext {
@@ -108,6 +109,14 @@ const FIGURES = {
     samples: (byType) => Object.entries(byType).map(([effectType, value]) => ({
       name: 'rastro_effects_needs_review', help: 'Effects past their business deadline that the provider could not account for, waiting for review, by effect type', labels: { effect_type: effectType }, value,
     })),
+  }),
+  /** What waits in the review queue, by its one definition (REVIEW_QUEUE): the cards and the review page's lists read the same. */
+  review: figure({
+    read: ({ store }) => reviewQueueCounts(store),
+    samples: ({ charges, effects }) => [
+      { name: 'rastro_review_queue', help: 'What waits in the review queue: charges in review (capture needs-review or uncertain), effects waiting for review (uncertain or needs-review, charge captures apart)', labels: { queue: 'charges' }, value: charges },
+      { name: 'rastro_review_queue', help: 'What waits in the review queue: charges in review (capture needs-review or uncertain), effects waiting for review (uncertain or needs-review, charge captures apart)', labels: { queue: 'effects' }, value: effects },
+    ],
   }),
   /** Parked events of processors and parked messages of relays, per processor or relay. */
   parked: figure({

@@ -26,6 +26,8 @@ export interface EffectRecord {
   error: string | null;
   reservedAt: Date;
   updatedAt: Date;
+  /** When it entered its state (`updatedAt` moves at every reconciliation pass). */
+  stateSince: Date;
   /** Questions reconciliation asked the provider. */
   checks: number;
   /** When reconciliation asks next, after an "unknown". */
@@ -43,6 +45,7 @@ interface EffectRow {
   error: string | null;
   reserved_at: Date;
   updated_at: Date;
+  state_since: Date;
   checks: number;
   check_after: Date | null;
 }
@@ -66,6 +69,7 @@ function effectRecord(row: EffectRow): EffectRecord {
     error: row.error,
     reservedAt: row.reserved_at,
     updatedAt: row.updated_at,
+    stateSince: row.state_since,
     checks: row.checks,
     checkAfter: row.check_after,
   };
@@ -96,12 +100,18 @@ export function effectLedger(store: EventStore, options: { types?: EffectTypes }
   const sql = processingSql(quoteSchema(store.schema));
   const db = store.db;
   return {
-    async list(filter: { state?: EffectState; limit?: number } = {}): Promise<EffectRecord[]> {
+    /** Newest first: of one `state`, or of `states` but not of `exceptTypes` (how the review queue defines its effects). */
+    async list(filter: { state?: EffectState; states?: readonly EffectState[]; exceptTypes?: readonly string[]; limit?: number } = {}): Promise<EffectRecord[]> {
       if (filter.state !== undefined && !EFFECT_STATES.includes(filter.state)) {
         throw new ValidationError('state', `must be one of ${EFFECT_STATES.map((state) => `'${state}'`).join(', ')}`);
       }
-      const { rows } = await db.query<EffectRow>(sql.listEffects, [filter.state ?? null, filter.limit ?? 1000]);
+      const { rows } = await db.query<EffectRow>(sql.listEffects, [filter.state ?? null, filter.limit ?? 1000, filter.states ?? null, filter.exceptTypes ?? null]);
       return rows.map(effectRecord);
+    },
+    /** How many entries are in `states`, of `types` only (when given), not of `exceptTypes`. */
+    async count(filter: { states: readonly EffectState[]; types?: readonly string[]; exceptTypes?: readonly string[] }): Promise<number> {
+      const { rows } = await db.query<{ n: number }>(sql.countEffects, [filter.states, filter.types ?? null, filter.exceptTypes ?? null]);
+      return Number(rows[0]?.n ?? 0);
     },
     /** One ledger entry, or undefined when the key has none. */
     async get(key: string): Promise<EffectRecord | undefined> {

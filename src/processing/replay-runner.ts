@@ -90,7 +90,8 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     unclaim = await claimRun(runner, sql, store.schema, runId);
     const run: RunContext = {
       db,
-      sql,
+      // A simulate run's failures go to its own record, not to the operational queue.
+      sql: options.simulate ? processingSql(quoteSchema(store.schema), { simulate: true }) : sql,
       schema: store.schema,
       processor,
       runId,

@@ -59,3 +59,37 @@ export async function runDiffPage(
     totals: totals.rows.map((row) => ({ projection: row.projection, added: Number(row.added), changed: Number(row.changed) })),
   };
 }
+
+/** An event a simulate run could not handle (failed), or one of its stream waiting behind it. */
+export interface SimulateFailure {
+  processor: string;
+  runId: string;
+  eventId: string;
+  streamId: string;
+  position: number;
+  reason: 'failed' | 'waiting';
+  error: string | null;
+  at: Date;
+}
+
+/**
+ * What a simulate run could not handle: its own record beside its diff, never parked in the
+ * operational queue (no retry, no figure, no alert counts it). `total` counts them all.
+ *
+ * @example
+ * ```ts
+ * const { total, failures } = await simulateFailures(store, 'double-tips')
+ * ```
+ */
+export async function simulateFailures(store: EventStore, runId: string, options: { limit?: number } = {}): Promise<{ total: number; failures: SimulateFailure[] }> {
+  const sql = processingSql(quoteSchema(store.schema));
+  const { rows } = await store.db.query<{ processor: string; run_id: string; event_id: string; stream_id: string; position: number; reason: 'failed' | 'waiting'; error: string | null; parked_at: Date; total: number }>(
+    sql.simulateFailures, [runId, options.limit ?? 100],
+  );
+  return {
+    total: Number(rows[0]?.total ?? 0),
+    failures: rows.map((row) => ({
+      processor: row.processor, runId: row.run_id, eventId: row.event_id, streamId: row.stream_id, position: Number(row.position), reason: row.reason, error: row.error, at: row.parked_at,
+    })),
+  };
+}

@@ -50,8 +50,17 @@ function runEventsJson(s: string, types: string): string {
         where cardinality(${types}) > 0 and f.event_id = any(array(select e.id from e)) and f.effect_type = any(${types})) as ledger`;
 }
 
-/** Processing statements for one schema (`s` validated and quoted). */
-export function processingSql(s: string) {
+/** A diff row the run would add: nothing before, stored as JSON null (or SQL NULL). */
+const diffNew = `before is null or before = 'null'::jsonb`;
+
+/**
+ * Processing statements for one schema (`s` validated and quoted). With `simulate`, a run's own
+ * parking statements (park, blocked streams, unpark) use the simulate run's record of its
+ * failures, `simulate_failures`, instead of the operational queue: a dry run parks nothing an
+ * operator is asked to act on, and no figure or alert counts it.
+ */
+export function processingSql(s: string, options: { simulate?: boolean } = {}) {
+  const parked = options.simulate ? `${s}.simulate_failures` : `${s}.parked_events`;
   /**
    * The next events for a run, with the store's no-skip rule. $1/$2 checkpoint, $3 limit,
    * $4 types, $5/$6 occurredAt window, $7/$8 position range, $9 partition count, $10 partitions.
@@ -160,7 +169,8 @@ export function processingSql(s: string) {
       where run_id = $1 and ($2::text is null or projection = $2) and ($3::text is null or strpos(key, $3) > 0)
       order by projection, key limit $4 offset $5`,
     /** A run's diff totals per projection: keys it would add (no row before) and keys it would change. */
-    diffTotals: `select projection, count(*) filter (where before is null)::bigint as added, count(*) filter (where before is not null)::bigint as changed
+    // A key with no row before is stored as JSON null (an SQL NULL would do too): both are new.
+    diffTotals: `select projection, count(*) filter (where ${diffNew})::bigint as added, count(*) filter (where not (${diffNew}))::bigint as changed
       from ${s}.replay_diffs where run_id = $1 group by projection order by projection`,
     /** Runs of mode $1 (null: live and replay), newest first. */
     listRuns: `select run_id, processor, mode, simulate, window_from, window_to, from_position, to_position, total_events, status, started_at, updated_at, partitions,
@@ -186,13 +196,13 @@ export function processingSql(s: string) {
        -- One lock order for every runner: two reservations racing for the same new keys queue.
        order by k.key
       on conflict (key) do update
-        set run_id = excluded.run_id, owner_token = excluded.owner_token, on_failure = excluded.on_failure, reserved_at = now(), updated_at = now()
+        set run_id = excluded.run_id, owner_token = excluded.owner_token, on_failure = excluded.on_failure, reserved_at = now(), updated_at = now(), state_since = now()
         where ${takeable(`${s}.effects`, 'excluded.on_failure')}
       returning key`,
-    completeEffects: `update ${s}.effects e set state = 'done', result = k.result, updated_at = now()
+    completeEffects: `update ${s}.effects e set state = 'done', result = k.result, updated_at = now(), state_since = now()
       from unnest($1::text[], $2::jsonb[]) as k(key, result)
       where e.key = k.key and e.owner_token = $3 and e.state = 'reserved'`,
-    markUncertain: `update ${s}.effects e set state = 'uncertain', error = k.error, updated_at = now()
+    markUncertain: `update ${s}.effects e set state = 'uncertain', error = k.error, updated_at = now(), state_since = now()
       from unnest($1::text[], $2::text[]) as k(key, error)
       where e.key = k.key and e.owner_token = $3 and e.state = 'reserved'`,
     release: `delete from ${s}.effects where key = $1 and owner_token = $2 and state = 'reserved'`,
@@ -200,7 +210,7 @@ export function processingSql(s: string) {
      * Reservations whose owner is dead or whose lease ran out: keep → uncertain, release → deleted.
      * Effects made on a request's path (owner token 0, no runner) are left to reconciliation.
      */
-    sweepKeep: `update ${s}.effects e set state = 'uncertain', error = 'reservation abandoned: the call may or may not have happened', updated_at = now()
+    sweepKeep: `update ${s}.effects e set state = 'uncertain', error = 'reservation abandoned: the call may or may not have happened', updated_at = now(), state_since = now()
       where e.state = 'reserved' and e.on_failure = 'keep' and e.owner_token <> $2 and e.owner_token <> 0
         and (e.reserved_at < now() - $1 * interval '1 millisecond' or ${runnerIsGone('e.owner_token')})
       returning key`,
@@ -208,31 +218,39 @@ export function processingSql(s: string) {
       where e.state = 'reserved' and e.on_failure = 'release' and e.owner_token <> $2 and e.owner_token <> 0
         and (e.reserved_at < now() - $1 * interval '1 millisecond' or ${runnerIsGone('e.owner_token')})
       returning key`,
-    listEffects: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, checks, check_after
-      from ${s}.effects where ($1::text is null or state = $1) order by updated_at desc limit $2`,
+    /** Entries newest first: of state $1, of states $3, not of types $4 (each null: any). */
+    listEffects: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, state_since, checks, check_after
+      from ${s}.effects where ($1::text is null or state = $1) and ($3::text[] is null or state = any($3::text[])) and ($4::text[] is null or effect_type <> all($4::text[]))
+      order by updated_at desc limit $2`,
+    /** How many entries are in states $1, of types $2 (null: any) and not of types $3 (null: none apart). */
+    countEffects: `select count(*)::bigint as n from ${s}.effects
+      where state = any($1::text[]) and ($2::text[] is null or effect_type = any($2::text[])) and ($3::text[] is null or effect_type <> all($3::text[]))`,
     // A person's confirmation is the outcome: a JSON null result, as for a call that returned nothing.
-    resolveDone: `update ${s}.effects set state = 'done', result = coalesce(result, 'null'::jsonb), error = null, checked_by = null, check_after = null, updated_at = now()
+    resolveDone: `update ${s}.effects set state = 'done', result = coalesce(result, 'null'::jsonb), error = null, checked_by = null, check_after = null, updated_at = now(), state_since = now()
       where key = $1 and state in ('uncertain', 'needs-review') returning key, event_id, effect_type, state, result, error`,
-    resolveFailed: `update ${s}.effects set state = 'failed', error = $2, checked_by = null, check_after = null, updated_at = now()
+    resolveFailed: `update ${s}.effects set state = 'failed', error = $2, checked_by = null, check_after = null, updated_at = now(), state_since = now()
       where key = $1 and state in ('uncertain', 'needs-review') returning key, event_id, effect_type, state, result, error`,
     /** Only an event's effect can be released: the next run that reaches the event performs it. */
     resolveRetry: `delete from ${s}.effects where key = $1 and state in ('uncertain', 'needs-review') and event_id is not null
       returning key, event_id, effect_type, state, result, error`,
     effectState: `select state, event_id from ${s}.effects where key = $1`,
-    effectByKey: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, checks, check_after from ${s}.effects where key = $1`,
+    effectByKey: `select key, event_id, effect_type, state, run_id, on_failure, result, error, reserved_at, updated_at, state_since, checks, check_after from ${s}.effects where key = $1`,
     /** Ledger entries by state: the open ones on the effects_open index, done ones by count. */
     effectsByState: `select state, count(*)::bigint as n from ${s}.effects group by state`,
     /** Entries in one state ($1) by effect type, on the effects_open index: the review queue's size per provider. */
     effectsOfStateByType: `select effect_type, count(*)::bigint as n from ${s}.effects where state = $1 group by effect_type`,
 
     /** Streams with parked events: few, so all of them rather than a lookup per stream of the batch. */
-    blockedStreams: `select distinct stream_id from ${s}.parked_events where run_id = $1`,
-    parkMany: `insert into ${s}.parked_events (processor, run_id, event_id, stream_id, position, reason, error)
+    blockedStreams: `select distinct stream_id from ${parked} where run_id = $1`,
+    parkMany: `insert into ${parked} (processor, run_id, event_id, stream_id, position, reason, error)
       select $1, $2, * from unnest($3::uuid[], $4::text[], $5::bigint[], $6::text[], $7::text[])
       on conflict (run_id, event_id) do update set reason = excluded.reason, error = excluded.error, parked_at = now()`,
     listParked: `select processor, run_id, event_id, stream_id, position, reason, error, parked_at from ${s}.parked_events
       where ($1::text is null or run_id = $1) order by run_id, stream_id, position limit $2`,
-    parkedOfStream: `select event_id from ${s}.parked_events where run_id = $1 and stream_id = $2 order by position`,
+    parkedOfStream: `select event_id from ${parked} where run_id = $1 and stream_id = $2 order by position`,
+    /** A simulate run's failures ($1), in log order, at most $2. */
+    simulateFailures: `select processor, run_id, event_id, stream_id, position, reason, error, parked_at, count(*) over ()::bigint as total
+      from ${s}.simulate_failures where run_id = $1 order by stream_id, position limit $2`,
     /** The parked entries of event $1 in processor runs (relays' parked messages apart), of run $2 only unless null. */
     parkedEvent: `select p.processor, p.run_id, p.stream_id from ${s}.parked_events p left join ${s}.processor_runs r on r.run_id = p.run_id
       where p.event_id = $1 and ($2::text is null or p.run_id = $2) and r.mode is distinct from 'relay' order by p.run_id`,
@@ -248,10 +266,10 @@ export function processingSql(s: string) {
     holdParkedStreams: `select count(pg_advisory_xact_lock(hashtext($1), hashtext(s.stream_id)))::int as held
       from (select distinct unnest($2::text[]) as stream_id order by 1) s`,
     releasedStreams: `select s.stream_id from unnest($2::text[]) as s(stream_id)
-      where not exists (select 1 from ${s}.parked_events p where p.run_id = $1 and p.stream_id = s.stream_id)`,
+      where not exists (select 1 from ${parked} p where p.run_id = $1 and p.stream_id = s.stream_id)`,
     holdParkedStreamForRetry: `select pg_advisory_lock(hashtext($1), hashtext($2))`,
     releaseParkedStreamForRetry: `select pg_advisory_unlock(hashtext($1), hashtext($2))`,
-    unparkMany: `delete from ${s}.parked_events where run_id = $1 and event_id = any($2::uuid[])`,
+    unparkMany: `delete from ${parked} where run_id = $1 and event_id = any($2::uuid[])`,
 
     lockRunner: `select pg_advisory_lock(${RUNNER_LOCK_CLASS}, $1)`,
     unlockRunner: `select pg_advisory_unlock(${RUNNER_LOCK_CLASS}, $1)`,

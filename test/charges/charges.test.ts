@@ -111,12 +111,19 @@ describe.each(backends())('charges on $name', (backend) => {
 
     const deadline = Date.now() + 10_000;
     let status = 'PENDING';
+    let askedAgain: typeof effect;
     while (status === 'PENDING' && Date.now() < deadline) {
       await reconcileEffects(t.services.store, { types: t.charges.effectTypes });
       status = (await t.charges.get(charge.id)).status;
+      askedAgain ??= (await effectLedger(t.services.store).list({ state: 'uncertain' })).find((e) => e.checks > 1);
       await sleep(50);
     }
+    // Each question moves the entry's last update, never the time it entered its state.
+    expect(askedAgain!.updatedAt.getTime()).toBeGreaterThan(effect!.updatedAt.getTime());
+    expect(askedAgain!.stateSince).toEqual(effect!.stateSince);
     expect(status).toBe('NEEDS_REVIEW');
+    const inReview = await t.charges.get(charge.id);
+    expect(new Date(inReview.statusSince).getTime()).toBeGreaterThan(new Date(inReview.createdAt).getTime());
     const asked = t.acquirer.requestsFor.get('unknown')!.lookups;
     // Doubling waits from 100 ms to 400 ms over about a second: a handful of questions, not one per poll.
     expect(asked).toBeGreaterThanOrEqual(3);

@@ -16,6 +16,7 @@ const FIXTURE = join(import.meta.dirname, '../fixtures/processors.mjs');
 let seller: SellerNotifier;
 let dataDir: string;
 let policyFile: string;
+let parkedEventId: string;
 
 async function rastro(args: string[], env: Record<string, string> = {}, cwd?: string) {
   return run(process.execPath, [CLI, ...args], {
@@ -92,6 +93,11 @@ describe('the processing commands on the embedded database', () => {
     expect((ambiguous as { stderr: string }).stderr).toContain('is parked in 2 runs (picky-1, picky-2); name the run whose entry to act on [RASTRO_PARKED_EVENT_AMBIGUOUS]');
     const retried = await rastro(['parked', 'retry', eventId!, '--run-id', 'picky-1', '--processors', FIXTURE], { PICKY_FIXED: '1' });
     expect(retried.stdout).toContain('run picky-1: 1 handled, 0 still parked');
+    parkedEventId = eventId!;
+  });
+
+  it('acts on the one run an event is still parked in without --run-id', async () => {
+    const eventId = parkedEventId;
     expect((await rastro(['parked', 'list'])).stdout).toMatch(new RegExp(`${eventId}\\s+picky-2`));
     const skipped = await rastro(['parked', 'skip', eventId!, '--processors', FIXTURE]);
     expect(skipped.stdout).toContain('run picky-2: 0 handled, 0 still parked');

@@ -57,6 +57,11 @@ describe.skipIf(!hasChromium)('charges in the console, in headless Chromium', ()
     const [inReview] = await query<{ n: number }>(`select count(*)::int as n from S.effects where effect_type = 'charge.capture' and state = 'needs-review'`);
     expect(await value('charges.NEEDS_REVIEW').textContent()).toBe(String(inReview!.n));
     expect(await value('effects.needs-review').textContent()).toBe(String(inReview!.n));
+    // Charges in review, one definition: NEEDS_REVIEW ones and the PENDING one whose capture is uncertain; the review page lists the same.
+    const [queued] = await query<{ n: number }>(`select count(*)::int as n from S.effects where effect_type = 'charge.capture' and state in ('needs-review', 'uncertain')`);
+    expect(await value('review.charges').textContent()).toBe(String(queued!.n));
+    expect(queued!.n).toBe(2);
+    expect(await value('review.effects').textContent()).toBe('0');
     expect(await page.locator('[data-figure="effects.needs-review"] .sub').textContent()).toBe('charge.capture: 1');
     for (const status of ['PENDING', 'CAPTURED', 'FAILED']) expect(await value(`charges.${status}`).textContent(), status).toBe('1');
     expect(await value('charges.stalePending').textContent()).toBe('1');
@@ -88,6 +93,10 @@ describe.skipIf(!hasChromium)('charges in the console, in headless Chromium', ()
     // A capture made on a request's path is never released for a blind retry.
     expect(await page.locator('section[aria-labelledby="charges-title"]').getByRole('button', { name: 'Release for retry' }).count()).toBe(0);
     expect(await page.locator('#charges-title').textContent()).toBe('Charges in review (2)');
+    // "Since" is when the charge entered its status, with its age: a PENDING one since its creation.
+    const created = (await query<{ created_at: Date }>('select created_at from S.charges where id = $1', [seeded.pending.id]))[0]!.created_at;
+    expect(await page.locator(`tr[data-charge="${seeded.pending.id}"] time`).getAttribute('datetime')).toBe(created.toISOString());
+    expect(await page.locator(`tr[data-charge="${seeded.pending.id}"] time`).textContent()).toMatch(/\(\d+ (s|min) ago\)$/);
     await page.screenshot({ path: join(SCREENSHOTS, 'review-charges.png'), fullPage: true });
 
     // Cancelled: nothing changes.

@@ -25,6 +25,11 @@ describe.each(backends())('operations API on $name', (backend) => {
     });
     expect(figures.effects).toMatchObject({ done: 3, uncertain: 1 });
     expect(figures.parked).toMatchObject({ events: 1, messages: 0, eventsByProcessor: { tips: 1 } });
+    // The review queue's figures count what its lists hold.
+    const waiting = (await ops.app.inject({ url: '/ops/effects?queue=review' })).json().effects;
+    expect(figures.review).toEqual({ charges: 0, effects: waiting.length });
+    expect(waiting).toHaveLength(1);
+    expect(new Date(waiting[0].stateSince).getTime()).toBeLessThanOrEqual(new Date(waiting[0].updatedAt).getTime());
     expect(figures.processors).toEqual([{ processor: 'tips', runId: 'live:tips', eventsBehind: 0, secondsBehind: null }]);
     expect(figures.normalizer).toEqual({ eventsBehind: 0, secondsBehind: null });
     // One snapshot the normalizer has not seen.
@@ -156,7 +161,29 @@ describe.each(backends())('operations API on $name', (backend) => {
 
     const runs = (await ops.app.inject({ url: '/ops/runs' })).json().runs.map((r: { runId: string }) => r.runId);
     expect(runs.sort()).toEqual(['double-tips', 'live:tips']);
+
+    // Its failure is in its own record, beside the diff; the review queue and the figures hold the live run's only.
+    expect(diff.failures).toMatchObject({ total: 1, rows: [{ streamId: 'tip-5', reason: 'failed', error: 'Error: cannot handle this tip' }] });
+    expect((await ops.app.inject({ url: '/ops/parked-events' })).json().parked.map((p: { runId: string }) => p.runId)).toEqual(['live:tips']);
+    expect((await ops.app.inject({ url: '/ops/figures' })).json().parked).toMatchObject({ events: 1, eventsByProcessor: { tips: 1 } });
+    expect((await ops.app.inject({ url: '/metrics' })).body).toMatch(/^rastro_parked_events 1$/m);
     expect((await post(ops.app, '/ops/replays', { processor: 'tips', runId: 'double-tips', simulate: true })).statusCode).toBe(409);
+  });
+
+  it('counts the keys a diff would add, stored as JSON null before, as new: totals match the rows', async () => {
+    const ops = await opsApp(backend);
+    await seedTips(ops.store, ops.world);
+    // Two tips the live run never handled: the simulate run would add their keys.
+    await ops.store.append('tip-6', [{ type: 'tip.paid', data: { cents: 600 } }]);
+    await ops.store.append('tip-7', [{ type: 'tip.paid', data: { cents: 700 } }]);
+    ops.world.multiplier = 2;
+    await runReplay(ops.world.processor, { store: ops.store, runId: 'with-new', simulate: true, policy: TIPS_POLICY });
+    const diff = (await ops.app.inject({ url: '/ops/runs/with-new/diff?limit=100' })).json();
+    const rows = diff.rows as { before: unknown }[];
+    expect(rows).toHaveLength(6);
+    const added = rows.filter((row) => row.before === null).length;
+    expect(added).toBe(2);
+    expect(diff.totals).toEqual([{ projection: 'tip', added, changed: rows.length - added }]);
   });
 
   it('answers bad replay requests with 400, unknown runs with 404, and no processors with 409', async () => {

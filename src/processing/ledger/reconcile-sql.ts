@@ -33,20 +33,21 @@ export function reconcileSql(s: string) {
        where e.key = picked.key
       returning e.key, e.event_id, e.effect_type, e.state, e.reserved_at, e.checks, e.error, picked.past_deadline`,
     /** Settles a claimed effect ($3 done | failed | needs-review) if nothing settled it meanwhile. */
-    settle: `update ${s}.effects set state = $3, result = $4::jsonb, error = $5, checks = checks + 1, checked_by = null, check_after = null, updated_at = now()
+    settle: `update ${s}.effects set state = $3, result = $4::jsonb, error = $5, checks = checks + 1, checked_by = null, check_after = null, updated_at = now(), state_since = now()
       where key = $1 and checked_by = $2 and state in ('reserved', 'uncertain')
       returning key, event_id, effect_type, state, result, error`,
     /** "Did not happen", under `release`: the next run that reaches the event performs it. */
     release: `delete from ${s}.effects where key = $1 and checked_by = $2 and state in ('reserved', 'uncertain') returning key`,
     /** "Unknown": asked again after $4 ms. */
-    later: `update ${s}.effects set state = 'uncertain', error = $3, checks = checks + 1, check_after = now() + $4 * interval '1 millisecond', checked_by = null, updated_at = now()
+    later: `update ${s}.effects set state = 'uncertain', error = $3, checks = checks + 1, check_after = now() + $4 * interval '1 millisecond', checked_by = null, updated_at = now(),
+             state_since = case when state = 'uncertain' then state_since else now() end
       where key = $1 and checked_by = $2 and state in ('reserved', 'uncertain') returning key`,
     /**
      * Before a redo: the reconciler owns the reservation, and nobody asks again before the redo's
      * call can no longer be on its way ($3 ms), even if the reconciler dies mid-call.
      */
     redo: `update ${s}.effects set state = 'reserved', owner_token = $2, run_id = 'reconcile', error = null,
-             check_after = now() + $3 * interval '1 millisecond', updated_at = now()
+             check_after = now() + $3 * interval '1 millisecond', updated_at = now(), state_since = case when state = 'reserved' then state_since else now() end
       where key = $1 and checked_by = $2 and state in ('reserved', 'uncertain') returning key`,
   };
 }
