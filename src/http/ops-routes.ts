@@ -1,6 +1,6 @@
 import type {} from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import { csv } from '../cli/output.js';
+import { csv } from '../operations/csv.js';
 import { OperationTargetNotFoundError } from '../operations/errors.js';
 import type { FigureHistory } from '../operations/figure-history.js';
 import { readFigure, readFigures } from '../operations/figures.js';
