@@ -9,7 +9,7 @@ import { runReplay } from '../processing/replay-runner.js';
 import { runDiff, simulateFailures } from '../processing/run-diff.js';
 import { findProcessor } from './load-processors.js';
 import { group } from './command-tree.js';
-import { choiceOption, isoDate, jsonOption, limitOption, processorsOption } from './options.js';
+import { choiceOption, isoDate, jsonOption, limitOption, processorsOption, wholeNumber } from './options.js';
 import { csv } from '../operations/csv.js';
 import { counterTable, printJson, printList, table } from './output.js';
 import { showWhileRunning, startProgress } from './progress.js';
@@ -21,6 +21,7 @@ interface ReplayOptions {
   to?: Date;
   runId?: string;
   simulate?: boolean;
+  maxRate?: number;
   policy?: string;
   processors?: string;
   json?: boolean;
@@ -47,7 +48,7 @@ async function replay(name: string, options: ReplayOptions): Promise<void> {
   const policy = await readPolicy(options.policy);
   const progress = startProgress();
   const summary = await withStore((store) =>
-    runReplay(processor, { store, runId: options.runId, from: options.from, to: options.to, simulate: options.simulate ?? false, policy, onProgress: ({ done, total }) => progress.count(done, total) }),
+    runReplay(processor, { store, runId: options.runId, from: options.from, to: options.to, simulate: options.simulate ?? false, maxRate: options.maxRate, policy, onProgress: ({ done, total }) => progress.count(done, total) }),
   );
   progress.count(summary.counters.events ?? 0, summary.total);
   progress.end();
@@ -137,6 +138,7 @@ export function registerProcessingCommands(program: Command): void {
     .option('--to <ts>', 'end of the window (exclusive), ISO 8601', isoDate('--to'))
     .option('--run-id <id>', 'the run id: its checkpoint resumes a stopped run')
     .option('--simulate', 'call no effect: record what would change (see replay diff)')
+    .option('--max-rate <events/s>', 'handle at most this many events per second in this process, to spare the live traffic', wholeNumber('--max-rate', { min: 1 }))
     .option(...policyOption).addOption(processorsOption()).addOption(jsonOption())
     .action(replay);
   replayCommand.command('diff').description('what a simulated run would change')

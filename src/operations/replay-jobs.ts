@@ -16,6 +16,8 @@ export interface ReplayRequest {
   to?: Date;
   fromPosition?: number;
   toPosition?: number;
+  /** At most this many events per second. */
+  maxRate?: number;
   simulate: boolean;
   policy?: unknown;
 }
@@ -70,7 +72,7 @@ export function replayJobs(store: EventStore, processors: ReadonlyMap<string, Pr
       }
       const replay: ReplayOptions = {
         store, runId, policy, simulate: request.simulate,
-        from: request.from, to: request.to, fromPosition: request.fromPosition, toPosition: request.toPosition,
+        from: request.from, to: request.to, fromPosition: request.fromPosition, toPosition: request.toPosition, maxRate: request.maxRate,
       };
       let failed: unknown;
       job.done = runReplay(processor, replay).then(

@@ -34,6 +34,12 @@ export interface ReplayOptions {
    * use several processes or machines. Fixed when the run starts. @defaultValue 8
    */
   partitions?: number;
+  /**
+   * At most this many events per second in this process (each process of a shared run has its
+   * own): the replay leaves the database and the cores to the live traffic beside it, and takes
+   * longer. @defaultValue no limit
+   */
+  maxRate?: number;
   /** @defaultValue 5 minutes */
   leaseMs?: number;
   /** @defaultValue 32 */
@@ -86,6 +92,9 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
   const { store } = options;
   const db = store.db;
   const sql = processingSql(quoteSchema(store.schema));
+  if (options.maxRate !== undefined && !(typeof options.maxRate === 'number' && Number.isFinite(options.maxRate) && options.maxRate > 0)) {
+    throw new ValidationError('maxRate', 'must be a positive number of events per second');
+  }
   const requested = options.partitions ?? 8;
   if (!Number.isInteger(requested) || requested < 1 || requested > 1024) throw new ValidationError('partitions', 'must be an integer from 1 to 1024');
   const total = await countRange(db, sql, processor, range);
@@ -109,6 +118,14 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
   const lockName = partitionLockName(store.schema, group);
   const leases = new PartitionLeases(runner, sql, lockName, group, count);
   let beating: { stop(): Promise<void> } | undefined;
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    await beating?.stop();
+    await leases.releaseAll();
+    await runner.close();
+  };
   try {
     beating = await holdRunAlive(db, sql, runId, runner.token);
     const run: RunContext = {
@@ -133,19 +150,33 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     await replayPartitions({
       run, range, runner, leases, lockName, commitLockName: `${lockName}:commit`,
       batchSize: options.batchSize ?? 1000,
+      pace: options.maxRate === undefined ? undefined : paceAt(options.maxRate),
       onBatch(events, batch) {
         for (const [name, value] of batch.entries()) counters.add(name, value);
         done += events;
         options.onProgress?.({ done, total, counters });
       },
     });
+    // Every partition is done: the counters are final. The run shows completed last, once this
+    // runner has let go of everything, so whoever sees it completed finds the replay returned.
+    await release();
+    const final = await runCounters(db, sql, runId);
     await db.query(sql.completeRun, [runId]);
-    return { runId, total, counters: await runCounters(db, sql, runId) };
+    return { runId, total, counters: final };
   } finally {
-    await beating?.stop();
-    await leases.releaseAll();
-    await runner.close();
+    await release();
   }
+}
+
+/** Waits after each batch until the events handled so far took at least `rate` per second. */
+function paceAt(rate: number): (events: number) => Promise<void> {
+  const started = performance.now();
+  let handled = 0;
+  return async (events) => {
+    handled += events;
+    const wait = started + (handled / rate) * 1000 - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  };
 }
 
 interface StartedRun {

@@ -171,4 +171,20 @@ describe.skipIf(!postgres)('a replay shared by runners of one run id on real Pos
     expect(Number(counted[0]!.value)).toBe(STREAMS * VERSIONS);
     if (!(late instanceof Error)) expect(late).toEqual(await runReplay(recording(newCalls(), 'c'), { store: stores[1]!, runId: 'day', policy: {} }));
   });
+
+  it('paces a replay at maxRate events per second, and refuses a rate that is not a positive number', async () => {
+    const { schema } = await freshSchema(postgres!);
+    const store = createEventStore(await pool(), { schema });
+    await fill(store);
+    for (const maxRate of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      await expect(runReplay(recording(newCalls(), 'x'), { store, runId: 'paced', policy: {}, maxRate })).rejects.toMatchObject({ code: 'RASTRO_VALIDATION', field: 'maxRate' });
+    }
+    // Nothing was started by the refused calls.
+    expect((await store.db.query(`select 1 from "${schema}".processor_runs`)).rows).toHaveLength(0);
+    const started = performance.now();
+    const summary = await runReplay(recording(newCalls(), 'x'), { store, runId: 'paced', policy: {}, batchSize: 10, maxRate: 200 });
+    expect(summary.counters.events).toBe(STREAMS * VERSIONS);
+    // 120 events at 200 per second: the last batch may end early, every other one waits its turn.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(((STREAMS * VERSIONS - 10) / 200) * 1000);
+  });
 });
