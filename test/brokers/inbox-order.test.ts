@@ -31,6 +31,8 @@ interface Setup {
   env: Record<string, string>;
   args: string[];
   publisher: Publisher;
+  /** What the broker says of the reader's settings (--ack-wait, --max-ack-pending). */
+  settings?(): Promise<unknown>;
 }
 
 async function natsSetup(tag: string): Promise<Setup> {
@@ -44,7 +46,11 @@ async function natsSetup(tag: string): Promise<Setup> {
   });
   const publisher = createNatsPublisher({ url: NATS_URL!, stream, subjectPrefix: `torder${tag}` });
   track(() => publisher.close());
-  return { env: { RASTRO_BROKER_URL: NATS_URL!, RASTRO_NATS_STREAM: stream }, args: ['--durable', 'inbox', '--ack-wait', '2', '--max-ack-pending', '64'], publisher };
+  const settings = async () => {
+    const { config } = await jsm.consumers.info(stream, 'inbox');
+    return { ackWaitMs: (config.ack_wait ?? 0) / 1_000_000, maxAckPending: config.max_ack_pending };
+  };
+  return { env: { RASTRO_BROKER_URL: NATS_URL!, RASTRO_NATS_STREAM: stream }, args: ['--durable', 'inbox', '--ack-wait', '2', '--max-ack-pending', '64'], publisher, settings };
 }
 
 async function amqpSetup(tag: string): Promise<Setup> {
@@ -72,7 +78,7 @@ describe.skipIf(!backend || brokers.length === 0).each(brokers)('the inbox order
     const { db, schema } = await freshSchema(backend!);
     const store = createEventStore(db, { schema });
     const tag = randomBytes(4).toString('hex');
-    const { env: brokerEnv, args, publisher } = await setup(tag);
+    const { env: brokerEnv, args, publisher, settings } = await setup(tag);
     const env = { DATABASE_URL: DATABASE_URL!, RASTRO_SCHEMA: schema, RASTRO_LOG_LEVEL: 'warn', ...brokerEnv };
     const consumers: RastroProcess[] = [];
     const start = async () => {
@@ -83,6 +89,8 @@ describe.skipIf(!backend || brokers.length === 0).each(brokers)('the inbox order
     const reading = () => consumers.find((c) => c.child.exitCode === null && c.child.signalCode === null && /consuming from/.test(c.output()));
     await start();
     await eventually(() => reading(), 'the first consumer reading');
+    // The durable as the flags set it (RabbitMQ's prefetch is the channel's, not visible from a client).
+    if (settings) expect(await eventually(() => settings(), 'the durable created')).toEqual({ ackWaitMs: 2000, maxAckPending: 64 });
     const second = await start();
     expect(second.output()).toMatch(/standing by: another rastro consume reads the/);
 
