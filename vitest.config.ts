@@ -5,6 +5,7 @@ import { defineConfig } from 'vitest/config';
 const ALONE = [
   'test/store/gap.test.ts',
   'test/processing/replay-range.test.ts',
+  'test/processing/replay-kills.test.ts',
   'test/intake/late-commit.test.ts',
   'test/outbox/relay-frontier.test.ts',
   'test/outbox/relay-scale.test.ts',

@@ -147,14 +147,14 @@ export class ClosedError extends RastroError {
 }
 
 /**
- * A replay run id is already being run by another runner, in this process or another one. Two
- * runners of one run would share its checkpoint while each replays the whole range.
+ * A replay joined a run id that other runners are replaying with another policy. Runners of one
+ * run share its partitions, so they must decide every effect alike.
  */
 export class RunInProgressError extends RastroError {
   readonly runId: string;
 
   constructor(runId: string) {
-    super('RASTRO_RUN_IN_PROGRESS', `run ${JSON.stringify(runId)} is being replayed by another process; wait for it to end (rastro replay continues a stopped run from its checkpoint) or choose another run id`);
+    super('RASTRO_RUN_IN_PROGRESS', `run ${JSON.stringify(runId)} is being replayed by another process with another policy; join it with the same policy, wait for it to end (rastro replay continues a stopped run from its checkpoint), or choose another run id`);
     this.runId = runId;
   }
 }

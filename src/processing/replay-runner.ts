@@ -1,20 +1,17 @@
-import { ValidationError } from '../errors.js';
-import { LOG_START } from '../store/event.js';
+import { RunInProgressError, ValidationError } from '../errors.js';
+import { sameJson } from './state-writes.js';
 import type { EventStore } from '../store/event-store.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
-import { countRange, loadCheckpoints, rangeRemaining, readRunBatch, type RunRange } from './read-batch.js';
-import { ParkedStreamReleasedError } from './parked-streams.js';
-import { processEvents } from './process-events.js';
-import type { Checkpointing } from './progress.js';
+import { countRange, type RunRange } from './read-batch.js';
 import { openRunnerSession } from './runner-session.js';
-import { claimRun } from './runners/run-claim.js';
+import { PartitionLeases, partitionLockName } from './runners/partition-leases.js';
+import { replayPartitions } from './runners/replay-partitions.js';
 import { holdRunAlive } from './runners/run-heartbeat.js';
 import { newRunId, RUN_ID } from './run-id.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
-import { sweepAbandonedReservations } from './effect-admin.js';
 
 export interface ReplayOptions {
   store: EventStore;
@@ -31,6 +28,12 @@ export interface ReplayOptions {
   simulate?: boolean;
   /** Events per batch: one reservation round trip, one probe, one commit per batch. @defaultValue 1000 */
   batchSize?: number;
+  /**
+   * Streams are spread over this many partitions, each with a checkpoint of its own. Every
+   * process replaying the same run id takes a share of them (a session lock each), so a run can
+   * use several processes or machines. Fixed when the run starts. @defaultValue 8
+   */
+  partitions?: number;
   /** @defaultValue 5 minutes */
   leaseMs?: number;
   /** @defaultValue 32 */
@@ -83,11 +86,31 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
   const { store } = options;
   const db = store.db;
   const sql = processingSql(quoteSchema(store.schema));
+  const requested = options.partitions ?? 8;
+  if (!Number.isInteger(requested) || requested < 1 || requested > 1024) throw new ValidationError('partitions', 'must be an integer from 1 to 1024');
+  const total = await countRange(db, sql, processor, range);
+  // A run started before runs had partitions has one checkpoint, partition 0: it stays at one.
+  const existing = (await db.query<{ partitions: number | null; policy: unknown; alive: boolean; processor: string; simulate: boolean }>(sql.getRun, [runId])).rows[0];
+  // Runners of one run share its partitions: one joining with another policy would decide effects otherwise.
+  if (existing?.alive && existing.processor === processor.name && existing.simulate === (options.simulate ?? false) && !sameJson(existing.policy, policy)) {
+    throw new RunInProgressError(runId);
+  }
+  const { rows } = await db.query<StartedRun>(sql.startRun, [
+    runId, processor.name, 'replay', options.simulate ?? false, JSON.stringify(policy), range.from, range.to, range.fromPosition, range.toPosition, total, null,
+    existing ? (existing.partitions ?? 1) : requested,
+  ]);
+  const started = rows[0]!;
+  if (started.processor !== processor.name || started.simulate !== (options.simulate ?? false)) {
+    throw new ValidationError('runId', `run ${runId} belongs to processor ${started.processor}${started.simulate ? ' (simulate)' : ''}; choose another run id`);
+  }
+  const count = started.partitions ?? 1;
   const runner = await openRunnerSession(db, sql);
-  let unclaim: (() => Promise<void>) | undefined;
+  const group = `replay:${runId}`;
+  const lockName = partitionLockName(store.schema, group);
+  const leases = new PartitionLeases(runner, sql, lockName, group, count);
   let beating: { stop(): Promise<void> } | undefined;
   try {
-    unclaim = await claimRun(runner, sql, store.schema, runId);
+    beating = await holdRunAlive(db, sql, runId, runner.token);
     const run: RunContext = {
       db,
       // A simulate run's failures go to its own record, not to the operational queue.
@@ -98,73 +121,37 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
       mode: 'replay',
       simulate: options.simulate ?? false,
       policy,
-      ownerToken: runner.token,
+      // A renewed session has a new token: reservations from now on carry it.
+      get ownerToken() {
+        return runner.token;
+      },
       leaseMs: options.leaseMs ?? 5 * 60_000,
       effectConcurrency: options.effectConcurrency ?? 32,
     };
-    await sweepAbandonedReservations(db, sql, run.leaseMs, runner.token);
-    const total = await countRange(db, sql, processor, range);
-    const { rows } = await db.query<{ processor: string; simulate: boolean }>(sql.startRun, [
-      runId, processor.name, 'replay', run.simulate, JSON.stringify(policy), range.from, range.to, range.fromPosition, range.toPosition, total, null, null,
-    ]);
-    if (rows[0]!.processor !== processor.name || rows[0]!.simulate !== run.simulate) {
-      throw new ValidationError('runId', `run ${runId} belongs to processor ${rows[0]!.processor}${rows[0]!.simulate ? ' (simulate)' : ''}; choose another run id`);
-    }
-    beating = await holdRunAlive(db, sql, runId, runner.token);
-    let checkpoint = (await loadCheckpoints(db, sql, runId, [0])).get(0) ?? LOG_START;
-    const checkpointing: Checkpointing = { partitions: [0], at: (last) => last };
     const counters = new Counters();
-    const limit = options.batchSize ?? 1000;
-    const read = (after: typeof checkpoint) => readRunBatch(run, range, after, limit);
     let done = 0;
-    // The next batch is read while this one is processed: reading events needs none of its state.
-    // Its blocked streams are read before this batch commits, so the streams this batch parks
-    // are added to them.
-    let next = read(checkpoint);
-    let parkedStreams = new Set<string>();
-    // A batch that only moved the run's progress is saved while the next one runs.
-    let saving: Promise<void> = Promise.resolve();
-    for (;;) {
-      const input = await next;
-      const { events } = input;
-      for (const stream of parkedStreams) input.blocked.add(stream);
-      if (events.length === 0) {
-        // Done only when no event of the range is left after the checkpoint; events held back
-        // by an open transaction (or let through since the read) are read again shortly.
-        if (!(await rangeRemaining(db, sql, processor, range, checkpoint))) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        next = read(checkpoint);
-        continue;
-      }
-      const start = checkpoint;
-      checkpoint = events[events.length - 1]!;
-      next = read(checkpoint);
-      next.catch(() => undefined);
-      let batch;
-      try {
-        batch = await processEvents(run, input, checkpointing, { previous: saving });
-      } catch (err) {
-        if (!(err instanceof ParkedStreamReleasedError)) throw err;
-        // A retry lifted a block this batch parked events behind: read the batch again.
-        checkpoint = start;
-        next = read(checkpoint);
-        continue;
-      }
-      saving = batch.saving ?? Promise.resolve();
-      saving.catch(() => undefined);
-      parkedStreams = batch.parkedStreams;
-      for (const [name, value] of batch.counters.entries()) counters.add(name, value);
-      done += events.length;
-      options.onProgress?.({ done, total, counters });
-    }
-    await saving;
+    await replayPartitions({
+      run, range, runner, leases, lockName, commitLockName: `${lockName}:commit`,
+      batchSize: options.batchSize ?? 1000,
+      onBatch(events, batch) {
+        for (const [name, value] of batch.entries()) counters.add(name, value);
+        done += events;
+        options.onProgress?.({ done, total, counters });
+      },
+    });
     await db.query(sql.completeRun, [runId]);
     return { runId, total, counters: await runCounters(db, sql, runId) };
   } finally {
     await beating?.stop();
-    await unclaim?.();
+    await leases.releaseAll();
     await runner.close();
   }
+}
+
+interface StartedRun {
+  processor: string;
+  simulate: boolean;
+  partitions: number | null;
 }
 
 export async function runCounters(db: EventStore['db'], sql: ReturnType<typeof processingSql>, runId: string): Promise<Record<string, number>> {

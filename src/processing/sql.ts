@@ -16,13 +16,17 @@ export function runnerIsGone(token: string): string {
  * runners holds its lock (a live run's group is its processor, a relay's its run id).
  */
 function runAlive(s: string, r: string): string {
-  return `case when ${r}.mode = 'replay' then ${r}.runner_token is not null and not ${runnerIsGone(`${r}.runner_token`)}
+  return `case when ${r}.mode = 'replay' then (${r}.runner_token is not null and not ${runnerIsGone(`${r}.runner_token`)})
+      or exists (select 1 from ${s}.processor_runners x where x.processor = 'replay:' || ${r}.run_id and not ${runnerIsGone('x.runner_token')})
     else exists (select 1 from ${s}.processor_runners x
       where x.processor = case when ${r}.mode = 'relay' then ${r}.run_id else ${r}.processor end and not ${runnerIsGone('x.runner_token')}) end`;
 }
 
-/** The run row of a runner group (`$1`: a processor's name for its live run, `relay:<name>` for a relay). */
-const groupRun = `run_id in ($1, 'live:' || $1) and mode in ('live', 'relay')`;
+/**
+ * The run row of a runner group (`$1`: a processor's name for its live run, `relay:<name>` for a
+ * relay, `replay:<run id>` for the runners sharing a replay).
+ */
+const groupRun = `((run_id in ($1, 'live:' || $1) and mode in ('live', 'relay')) or (mode = 'replay' and 'replay:' || run_id = $1))`;
 
 /**
  * A reservation another run may take over (`row` the existing entry, `onFailure` the new run's
@@ -135,6 +139,46 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
       select $1, unnest($4::int[]), $5, $6
       on conflict (run_id, partition) do update set tx_order = excluded.tx_order, position = excluded.position, updated_at = now()
       where (${s}.processor_checkpoints.tx_order, ${s}.processor_checkpoints.position) < (excluded.tx_order, excluded.position)`,
+    /**
+     * {@link saveProgress} for partitions a runner holds as session locks ($7 their lock name, $8
+     * the pid of the session holding them): first takes each partition's commit hold ($9, shared,
+     * until the transaction ends), then saves only if that session still holds every partition in
+     * $4. Returns `held`: false when it saved nothing because a partition was lost. A runner that
+     * takes a partition over waits for the commit holds first ({@link waitForPartitionCommits}), so
+     * no commit of the previous holder lands after it read the partition's checkpoint.
+     */
+    saveHeldProgress: `with hold as materialized (
+        select count(pg_advisory_xact_lock_shared(hashtext($9), p)) as n from unnest($4::int[]) p
+      ), owned as materialized (
+        select case when (select n from hold) is null then false
+          else (select count(*) from pg_locks l where l.locktype = 'advisory' and l.classid = hashtext($7)::oid and l.objsubid = 2
+                  and l.granted and l.pid = $8 and l.objid = any($4::int[]::oid[])) = cardinality($4::int[]) end as held
+      ), counted as (
+        insert into ${s}.run_counters (run_id, name, value) select $1, c.name, c.value from unnest($2::text[], $3::bigint[]) as c(name, value), owned
+        where owned.held
+        on conflict (run_id, name) do update set value = ${s}.run_counters.value + excluded.value
+      ), moved as (
+        insert into ${s}.processor_checkpoints (run_id, partition, tx_order, position)
+        select $1, p, $5, $6 from unnest($4::int[]) p, owned where owned.held
+        on conflict (run_id, partition) do update set tx_order = excluded.tx_order, position = excluded.position, updated_at = now()
+        where (${s}.processor_checkpoints.tx_order, ${s}.processor_checkpoints.position) < (excluded.tx_order, excluded.position)
+      )
+      select held from owned`,
+    /** Waits until no commit of partitions $2 (commit hold $1) is in flight: the statement takes and drops each hold. */
+    waitForPartitionCommits: `select count(pg_advisory_xact_lock(hashtext($1), p))::int as waited from unnest($2::int[]) p`,
+    /**
+     * Partitions among $6 (of $8) whose checkpoint in run $7 has events of the range after it:
+     * held back by an open transaction or not handled yet. The run ends when none is left.
+     */
+    partitionsLeft: `select c.partition from (
+        select p as partition, coalesce(k.tx_order, 0) as tx_order, coalesce(k.position, 0) as position
+          from unnest($6::int[]) p left join ${s}.processor_checkpoints k on k.run_id = $7 and k.partition = p) c
+      where exists (select 1 from ${s}.events e
+        where (e.tx_order, e.position) > (c.tx_order, c.position) and e.type = any($1::text[])
+          and ($2::timestamptz is null or e.occurred_at >= $2) and ($3::timestamptz is null or e.occurred_at < $3)
+          and ($4::bigint is null or e.position >= $4) and ($5::bigint is null or e.position <= $5)
+          and mod(hashtext(e.stream_id)::bigint + 2147483648, $8) = c.partition)
+      order by 1`,
     counters: `select name, value from ${s}.run_counters where run_id = $1 order by name`,
 
     /**

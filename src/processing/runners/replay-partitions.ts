@@ -1,0 +1,186 @@
+import { LOG_START, type LogCheckpoint } from '../../store/event.js';
+import { sweepAbandonedReservations } from '../effect-admin.js';
+import { ParkedStreamReleasedError } from '../parked-streams.js';
+import { processEvents } from '../process-events.js';
+import { PartitionLostError, saveProgress, type Checkpointing, type HeldPartitions } from '../progress.js';
+import { handledTypes, isAfter, loadCheckpoints, readRunBatch, type RunEvents, type RunRange } from '../read-batch.js';
+import type { RunnerSession } from '../runner-session.js';
+import { Counters, type RunContext } from '../run-context.js';
+import type { PartitionLeases } from './partition-leases.js';
+
+/** How often a runner with work looks for joiners and dead runners (a holder gives up its surplus). */
+const REBALANCE_MS = 1000;
+/** The wait when there is nothing to do yet: events held back by an open transaction, or partitions other runners hold. */
+const IDLE_MS = 100;
+
+export interface ReplayPartitionsOptions {
+  run: RunContext;
+  range: RunRange;
+  runner: RunnerSession;
+  leases: PartitionLeases;
+  /** The lock names of the leases' partitions and of their commit holds. */
+  lockName: string;
+  commitLockName: string;
+  batchSize: number;
+  /** Called after every batch this runner handled. */
+  onBatch(events: number, counters: Counters): void;
+  /** Resolves when the next batch may start (a rate limit). */
+  pace?: (events: number) => Promise<void>;
+}
+
+const sameCheckpoint = (a: LogCheckpoint, b: LogCheckpoint) => a.txOrder === b.txOrder && a.position === b.position;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Replays a run's range over its partitions, shared with every other runner of the same run id
+ * (in this process or others): each stream belongs to one partition, each partition to one runner
+ * at a time (a session lock), with a checkpoint of its own. A runner handles its partitions'
+ * events in log order, and commits a batch only while it still holds every partition of it. It
+ * returns when no partition of the run has events of the range left, whoever handled them.
+ */
+export async function replayPartitions(options: ReplayPartitionsOptions): Promise<void> {
+  const { run, range, runner, leases } = options;
+  const { db, sql } = run;
+  const count = leases.count;
+  const all = Array.from({ length: count }, (_, partition) => partition);
+  const types = handledTypes(run.processor);
+  const rangeValues = [types, range.from?.toISOString() ?? null, range.to?.toISOString() ?? null, range.fromPosition, range.toPosition];
+  const partitionsLeft = async (partitions: number[]) =>
+    (await db.query<{ partition: number }>(sql.partitionsLeft, [...rangeValues, partitions, run.runId, count])).rows.map((row) => row.partition);
+
+  let owned: number[] = [];
+  let held: HeldPartitions | undefined;
+  /** Checkpoints of the partitions this runner holds, as its batches moved them. */
+  let checkpoints = new Map<number, LogCheckpoint>();
+  /** Held partitions with no event of the range left after their checkpoint. */
+  const finished = new Set<number>();
+  let saving: Promise<void> = Promise.resolve();
+  let next: Promise<RunEvents> | undefined;
+  let parkedStreams = new Set<string>();
+  let balancedAt = 0;
+
+  const settle = async () => {
+    const pending = saving;
+    saving = Promise.resolve();
+    await pending;
+  };
+  /** The runner's session was renewed: its partitions went with the old one. */
+  const forgetAll = () => {
+    leases.forget();
+    checkpoints = new Map();
+    finished.clear();
+  };
+  const discardRead = () => {
+    next?.catch(() => undefined);
+    next = undefined;
+  };
+
+  /** Takes this runner's share of the partitions; a partition taken over starts from its committed checkpoint. */
+  async function rebalance(): Promise<void> {
+    // A partition is given up only with nothing of it in flight: a save still running would land
+    // after its next holder read the checkpoint.
+    await settle();
+    discardRead();
+    balancedAt = Date.now();
+    if (runner.lost && (await runner.renew())) forgetAll();
+    await leases.rebalance(true);
+    const now = [...leases.owned].sort((a, b) => a - b);
+    const taken = now.filter((partition) => !checkpoints.has(partition));
+    for (const partition of [...checkpoints.keys()]) {
+      if (!leases.owned.has(partition)) {
+        checkpoints.delete(partition);
+        finished.delete(partition);
+      }
+    }
+    if (taken.length > 0) {
+      // The previous holder may be committing a batch of these partitions still: wait for it.
+      await db.query(sql.waitForPartitionCommits, [options.commitLockName, taken]);
+      // Its reservations are abandoned once it is gone: settle them before its events are reached again.
+      await sweepAbandonedReservations(db, sql, run.leaseMs, runner.token);
+      for (const [partition, checkpoint] of await loadCheckpoints(db, sql, run.runId, taken)) checkpoints.set(partition, checkpoint);
+    }
+    owned = now;
+    const { rows } = await runner.session.query<{ pid: number }>('select pg_backend_pid() as pid');
+    held = { lockName: options.lockName, commitLockName: options.commitLockName, sessionPid: rows[0]!.pid };
+  }
+
+  // Holding every partition, all at one checkpoint (one process alone), the read needs no partition filter.
+  const readAfter = (work: number[], after: LogCheckpoint) => {
+    const together = work.length === count && work.every((partition) => sameCheckpoint(checkpoints.get(partition) ?? LOG_START, after));
+    return readRunBatch(run, range, after, options.batchSize, together ? undefined : { count, owned: work });
+  };
+
+  await rebalance();
+  for (;;) {
+    try {
+      if (await step()) return;
+    } catch (err) {
+      discardRead();
+      if (err instanceof ParkedStreamReleasedError) {
+        // A retry lifted a block this batch parked events behind: read the batch again, from
+        // what is committed.
+        await settle();
+        checkpoints = await loadCheckpoints(db, sql, run.runId, owned);
+        continue;
+      }
+      if (!(err instanceof PartitionLostError)) throw err;
+      // Another runner holds a partition of this batch now: its state rolled back, and the
+      // partition's new holder handles its events. Take the share again from what is committed.
+      saving = Promise.resolve();
+      if (await runner.renew()) forgetAll();
+      await rebalance();
+    }
+  }
+
+  /** One batch, or a wait; resolves true when the whole run is done. */
+  async function step(): Promise<boolean> {
+    if (Date.now() - balancedAt >= REBALANCE_MS) await rebalance();
+    const work = owned.filter((partition) => !finished.has(partition));
+    if (work.length === 0) {
+      await settle();
+      if ((await partitionsLeft(all)).length === 0) return true;
+      // Partitions other runners hold are still going, or one's runner died: take over what is free.
+      await sleep(IDLE_MS);
+      await rebalance();
+      return false;
+    }
+    const from = work.map((partition) => checkpoints.get(partition) ?? LOG_START).reduce((min, cp) => (isAfter(min, cp) ? cp : min));
+    const reading = next ?? readAfter(work, from);
+    next = undefined;
+    const input = await reading;
+    const read = input.events;
+    const last = read[read.length - 1];
+    if (!last) {
+      // Done with a partition only when no event of its range is left after its saved checkpoint;
+      // events held back by an open transaction are read again shortly.
+      await settle();
+      const left = new Set(await partitionsLeft(work));
+      for (const partition of work) if (!left.has(partition)) finished.add(partition);
+      if (left.size > 0) await sleep(IDLE_MS);
+      return false;
+    }
+    // A partition whose checkpoint is ahead of the others (taken over) has handled some of these already.
+    const events = read.filter((event) => isAfter(event, checkpoints.get(event.partition) ?? LOG_START));
+    for (const stream of parkedStreams) input.blocked.add(stream);
+    const final = events[events.length - 1];
+    // Every partition read moves past the whole read, also past events a partition had handled already.
+    const checkpointing: Checkpointing = { partitions: work, at: (through) => (through === final ? last : through), held };
+    // The next read starts now: reading needs none of this batch's state.
+    for (const partition of work) checkpoints.set(partition, last);
+    next = readAfter(work, last);
+    next.catch(() => undefined);
+    if (events.length === 0) {
+      await settle();
+      await saveProgress(run, db, new Counters(), checkpointing, last);
+    } else {
+      const batch = await processEvents(run, { ...input, events }, checkpointing, { previous: saving });
+      saving = batch.saving ?? Promise.resolve();
+      saving.catch(() => undefined);
+      parkedStreams = batch.parkedStreams;
+      options.onBatch(events.length, batch.counters);
+    }
+    await options.pace?.(events.length);
+    return false;
+  }
+}
