@@ -6,15 +6,6 @@ export function table(headers: string[], rows: unknown[][]): string {
   return [line(cells[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
 }
 
-/** RFC 4180 CSV. */
-export function csv(headers: string[], rows: unknown[][]): string {
-  const quote = (cell: unknown) => {
-    const text = cell === null || cell === undefined ? '' : typeof cell === 'object' ? JSON.stringify(cell) : String(cell);
-    return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-  };
-  return [headers, ...rows].map((row) => row.map(quote).join(',')).join('\r\n');
-}
-
 /** Prints `value` as one JSON document on stdout: what every `--json` prints. */
 export function printJson(value: unknown): void {
   console.log(JSON.stringify(value, null, 2));

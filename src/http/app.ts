@@ -167,7 +167,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(healthRoutes, { db: deps.db, store: deps.store, publisher: deps.publisher?.() });
   await app.register(accountRoutes, { db: deps.db, ledger: deps.ledger, keys: deps.keys });
-  if (deps.orders) await app.register(orderRoutes, { orders: deps.orders });
+  if (deps.orders) await app.register(orderRoutes, { orders: deps.orders, db: deps.db, keys: deps.keys });
   if (deps.charges) await app.register(chargeRoutes, { charges: deps.charges });
   await app.register(operationsApi, { ...deps, metrics });
   return app;

@@ -2,9 +2,15 @@ import type {} from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { MAX_ORDER_ID_LENGTH, MAX_ORDER_KEY_LENGTH, MAX_SOURCE_LENGTH, ORDER_STATUSES, parseOrderKey } from '../intake/order-snapshot.js';
 import type { Orders } from '../intake/orders.js';
+import type { Database } from '../db/database.js';
+import { runIdempotent } from './idempotent.js';
+import type { IdempotencyKeys } from './idempotency-keys.js';
 
 export interface OrderRouteDeps {
   orders: Orders;
+  /** For `Idempotency-Key` on the import route. */
+  db: Database;
+  keys: IdempotencyKeys;
 }
 
 const problem = { $ref: 'problem#' };
@@ -72,7 +78,12 @@ function renormalizeRoute(app: FastifyInstance, orders: Orders): void {
   );
 }
 
-function importRoute(app: FastifyInstance, orders: Orders): void {
+const importHeaders = {
+  type: 'object',
+  properties: { 'idempotency-key': { type: 'string', description: 'Retries with the same key and body return the first response and record the outcome once.' } },
+} as const;
+
+function importRoute(app: FastifyInstance, { orders, db, keys }: OrderRouteDeps): void {
   app.post<IdRequest & { Body: { outcome: 'confirmed' | 'failed'; reference?: string; reason?: string } }>(
     '/orders/:id/import',
     {
@@ -80,6 +91,7 @@ function importRoute(app: FastifyInstance, orders: Orders): void {
         operationId: 'recordOrderImport',
         summary: "Record the back office's import outcome, as an event of the order's stream",
         params: idParams,
+        headers: importHeaders,
         body: {
           type: 'object',
           properties: { outcome: { type: 'string', enum: ['confirmed', 'failed'] }, reference: { type: 'string', maxLength: 500 }, reason: { type: 'string', maxLength: 500 } },
@@ -89,10 +101,11 @@ function importRoute(app: FastifyInstance, orders: Orders): void {
         response: { 201: { type: 'object', properties: { eventId: { type: 'string' }, streamId: { type: 'string' } } }, ...errors },
       },
     },
-    async (request, reply) => {
-      const { source, orderId } = parseOrderKey(request.params.id);
-      return reply.code(201).send(await orders.intake.recordImport({ source, orderId, ...request.body }));
-    },
+    (request, reply) =>
+      runIdempotent(db, keys, request, reply, async (tx) => {
+        const { source, orderId } = parseOrderKey(request.params.id);
+        return { status: 201, body: await orders.intake.recordImport({ source, orderId, ...request.body }, { tx }) };
+      }),
   );
 }
 
@@ -100,9 +113,10 @@ function importRoute(app: FastifyInstance, orders: Orders): void {
  * Orders from payment providers: webhook intake, the normalized state with its raw history,
  * re-normalizing one order, and recording the back office's import outcome.
  */
-export async function orderRoutes(app: FastifyInstance, { orders }: OrderRouteDeps): Promise<void> {
+export async function orderRoutes(app: FastifyInstance, deps: OrderRouteDeps): Promise<void> {
+  const { orders } = deps;
   intakeRoute(app, orders);
   readRoute(app, orders);
   renormalizeRoute(app, orders);
-  importRoute(app, orders);
+  importRoute(app, deps);
 }

@@ -17,7 +17,7 @@ export interface SnapshotIntake {
    */
   record(source: string, channel: SnapshotChannel, body: unknown, options?: { capturedAt?: Date; tx?: Queryable }): Promise<RecordedSnapshot>;
   /** Records the back office's import outcome as an event of the order's stream, so it replays like the rest. */
-  recordImport(outcome: ImportOutcome, options?: { at?: Date; id?: string }): Promise<{ eventId: string; streamId: string }>;
+  recordImport(outcome: ImportOutcome, options?: { at?: Date; id?: string; tx?: Queryable }): Promise<{ eventId: string; streamId: string }>;
 }
 
 /**
@@ -55,10 +55,10 @@ export function snapshotIntake(store: EventStore): SnapshotIntake {
         if (value !== undefined && (typeof value !== 'string' || value.length > 500)) throw new ValidationError(field, 'must be a string of at most 500 characters');
       }
       const streamId = orderStreamId(source, orderId);
-      if ((await store.streamVersion(streamId)) === 0) throw new OrderNotFoundError(`${source}:${orderId}`);
+      if ((await store.streamVersion(streamId, { tx: options.tx })) === 0) throw new OrderNotFoundError(`${source}:${orderId}`);
       const data = { source, orderId, outcome: outcome.outcome, ...(outcome.reference ? { reference: outcome.reference } : {}), ...(outcome.reason ? { reason: outcome.reason } : {}) };
       const id = options.id ?? crypto.randomUUID();
-      await store.append(streamId, [{ id, type: ORDER_IMPORT, data, occurredAt: options.at }]);
+      await store.append(streamId, [{ id, type: ORDER_IMPORT, data, occurredAt: options.at }], { tx: options.tx });
       return { eventId: id, streamId };
     },
   };
