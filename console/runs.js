@@ -5,13 +5,27 @@ import { isOutage, showOutage } from './freshness.js';
 import { every, reloadPage } from './refresh.js';
 import { badge } from './status.js';
 
+// A replay's partitions, shared by the processes replaying it: how far each one's checkpoint got
+// and which process holds it now.
+function partitionsList(run) {
+  const parts = run.partitions ?? [];
+  if (parts.length <= 1 && !parts.some((p) => p.holder)) return null;
+  const holders = new Set(parts.filter((p) => p.holder).map((p) => p.holder.pid));
+  return h('details', { class: 'partitions' },
+    h('summary', {}, `${parts.length} partitions · ${holders.size} ${holders.size === 1 ? 'process' : 'processes'}`),
+    h('ul', {}, parts.map((p) => h('li', { 'data-partition': p.partition },
+      `#${p.partition}: ${p.position === null ? 'not started' : `at position ${p.position}`} · `,
+      p.holder ? `held by backend ${p.holder.pid}${p.holder.client ? ` (${p.holder.client})` : ''}${p.holder.runner ? `, runner ${p.holder.runner}` : ''}` : 'free'))));
+}
+
 function progressCell(run) {
   if (run.mode === 'live') return h('span', { class: 'muted' }, `live · ${run.lag.events} behind (${seconds(run.lag.seconds)})`);
   const percent = Math.round((run.progress ?? 0) * 100);
   return h('div', {},
     h('progress', { max: 100, value: percent, 'aria-label': `progress of ${run.runId}` }),
     h('span', { class: 'percent', 'data-percent': percent }, ` ${percent}%`),
-    h('div', { class: 'muted' }, `${run.done} of ${run.total ?? '?'} events`));
+    h('div', { class: 'muted' }, `${run.done} of ${run.total ?? '?'} events`),
+    partitionsList(run));
 }
 
 // The status comes from the run's liveness: a run whose process was stopped or killed says so,

@@ -47,6 +47,20 @@ const runSchema = {
     total: nullableNumber, done: { type: 'number' }, progress: { ...nullableNumber, description: '0 to 1; null for a live run' },
     counters,
     lag: { type: 'object', properties: { events: { type: 'number' }, seconds: nullableNumber } },
+    partitions: {
+      type: 'array', description: "a replay's partitions, shared by the processes replaying it: each one's checkpoint and the runner holding it",
+      items: {
+        type: 'object',
+        properties: {
+          partition: { type: 'number' }, position: { ...nullableNumber, description: 'the log position its checkpoint reached' },
+          updatedAt: { ...nullableString, format: 'date-time' },
+          holder: {
+            type: 'object', nullable: true, description: 'null when no runner holds it',
+            properties: { pid: { type: 'number', description: "the holder's database backend" }, runner: nullableNumber, client: nullableString },
+          },
+        },
+      },
+    },
   },
 } as const;
 

@@ -10,6 +10,16 @@ import { processingSql } from './sql.js';
  */
 export type RunLiveness = 'running' | 'completed' | 'stopped' | 'dead';
 
+/** A partition of a replay: how far its checkpoint got, and the runner holding it now. */
+export interface PartitionStatus {
+  partition: number;
+  /** The log position its checkpoint reached; null before its first batch. */
+  position: number | null;
+  updatedAt: Date | null;
+  /** The runner holding it: its database backend's pid, runner token and application name; null when none does. */
+  holder: { pid: number; runner: number | null; client: string | null } | null;
+}
+
 /** A live or replay run: what it covers, how far it got, its counters and how far behind it is. */
 export interface RunStatus {
   runId: string;
@@ -33,6 +43,18 @@ export interface RunStatus {
   counters: Record<string, number>;
   /** Events not handled yet, and the age of the oldest in seconds (live runs; null for a replay). */
   lag: { events: number; seconds: number | null };
+  /** A replay's partitions: each one's checkpoint and holder (absent for a live run). */
+  partitions?: PartitionStatus[];
+}
+
+interface PartitionRow {
+  run_id: string;
+  partition: number;
+  position: number | null;
+  updated_at: Date | null;
+  pid: number | null;
+  token: number | null;
+  client: string | null;
 }
 
 interface RunRow {
@@ -88,6 +110,18 @@ export function runStatus(store: EventStore, options: { typesOf?: (processor: st
     const countersOf = new Map<string, Record<string, number>>();
     for (const row of counterRows) (countersOf.get(row.run_id) ?? countersOf.set(row.run_id, {}).get(row.run_id)!)[row.name] = Number(row.value);
     const end = await backlog.last();
+    const replays = rows.filter((row) => row.mode === 'replay').map((row) => row.run_id);
+    const partitionsOf = new Map<string, PartitionStatus[]>();
+    if (replays.length > 0) {
+      const { rows: parts } = await db.query<PartitionRow>(sql.replayPartitions, [replays, store.schema]);
+      for (const part of parts) {
+        const list = partitionsOf.get(part.run_id) ?? partitionsOf.set(part.run_id, []).get(part.run_id)!;
+        list.push({
+          partition: part.partition, position: nullableNumber(part.position), updatedAt: part.updated_at,
+          holder: part.pid === null ? null : { pid: part.pid, runner: nullableNumber(part.token), client: part.client },
+        });
+      }
+    }
     return Promise.all(rows.map(async (row): Promise<RunStatus> => {
       const counters = countersOf.get(row.run_id) ?? {};
       const done = counters.events ?? 0;
@@ -104,7 +138,7 @@ export function runStatus(store: EventStore, options: { typesOf?: (processor: st
       }
       const completed = base.status === 'completed';
       const progress = completed ? 1 : total ? Math.min(done / total, 1) : 0;
-      return { ...base, total, progress, lag: { events: completed ? 0 : Math.max((total ?? 0) - done, 0), seconds: null } };
+      return { ...base, total, progress, lag: { events: completed ? 0 : Math.max((total ?? 0) - done, 0), seconds: null }, partitions: partitionsOf.get(row.run_id) ?? [] };
     }));
   }
 

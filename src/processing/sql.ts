@@ -223,6 +223,24 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
     /** Relay runs with their liveness, by name. */
     listRelayRuns: `select run_id, processor, source, partitions, status, updated_at, heartbeat_at, stopped_at, ${runAlive(s, 'r')} as alive
       from ${s}.processor_runs r where mode = 'relay' order by run_id`,
+    /**
+     * The partitions of replay runs $1 (schema name $2): each one's checkpoint and the runner
+     * holding it now (its backend's pid, runner token and client), from the partition locks.
+     */
+    replayPartitions: `select r.run_id, p.partition::int as partition, c.position, c.updated_at, h.pid, h.token, h.client
+      from ${s}.processor_runs r
+      cross join lateral generate_series(0, coalesce(r.partitions, 1) - 1) p(partition)
+      left join ${s}.processor_checkpoints c on c.run_id = r.run_id and c.partition = p.partition
+      left join lateral (
+        select l.pid,
+          (select t.objid::bigint from pg_locks t where t.pid = l.pid and t.locktype = 'advisory' and t.classid = ${RUNNER_LOCK_CLASS}::oid
+             and t.objsubid = 2 and t.granted limit 1) as token,
+          (select nullif(a.application_name, '') from pg_stat_activity a where a.pid = l.pid) as client
+        from pg_locks l where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+          and l.classid = hashtext('rastro.partition:' || $2 || ':replay:' || r.run_id)::oid and l.objid = p.partition::oid
+        limit 1) h on true
+      where r.run_id = any($1::text[]) and r.mode = 'replay'
+      order by r.run_id, p.partition`,
     /** Counters of the runs in $1, one row per run and counter. */
     countersOfRuns: `select run_id, name, value from ${s}.run_counters where run_id = any($1::text[])`,
 

@@ -3,6 +3,7 @@ import type { Database } from '../../src/db/database.js';
 import { openDatabase } from '../../src/db/open-database.js';
 import { defineProcessor, type Processor } from '../../src/processing/processor.js';
 import { runReplay, type RunSummary } from '../../src/processing/replay-runner.js';
+import { runStatus } from '../../src/processing/run-status.js';
 import { createEventStore, type EventStore } from '../../src/store/event-store.js';
 import { DATABASE_URL, freshSchema, postgresBackend } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
@@ -126,6 +127,13 @@ describe.skipIf(!postgres)('a replay shared by runners of one run id on real Pos
     }, 'the first runner to finish its partitions', 30_000);
     expect(firstEnded).toBeUndefined();
     expect(calls.byRunner.get('a')).toBeLessThan(STREAMS * VERSIONS);
+    // The run's status shows each partition's checkpoint and the process holding it: both runners.
+    const status = await runStatus(stores[0]!).get('day');
+    expect(status!.status).toBe('running');
+    expect(status!.partitions).toHaveLength(4);
+    expect(status!.partitions!.every((p) => p.holder !== null)).toBe(true);
+    expect(new Set(status!.partitions!.map((p) => p.holder!.pid)).size).toBe(2);
+    expect(status!.partitions!.some((p) => p.position !== null)).toBe(true);
     open();
     const [a, b] = await Promise.all([first, second]);
     expect(a).toEqual(b);
