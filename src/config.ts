@@ -41,6 +41,8 @@ export interface RastroOptions {
   brokerUrl?: string;
   /** Whether `serve` runs an outbox relay. @defaultValue `RASTRO_RELAY` (`on`/`off`), else on */
   relay?: boolean;
+  /** Whether `serve` runs the order normalizer (off where it runs as its own role, `rastro normalize`). @defaultValue `RASTRO_NORMALIZER` (`on`/`off`), else on */
+  normalizer?: boolean;
   /** NATS subjects are `<prefix>.<aggregateType>.<type>`; also the stream's subjects. @defaultValue `RASTRO_SUBJECT_PREFIX`, else `rastro` */
   subjectPrefix?: string;
   /** The JetStream stream, created when missing. @defaultValue `RASTRO_NATS_STREAM`, else `RASTRO` */
@@ -104,6 +106,7 @@ export interface RastroConfig {
   readonly idempotencyTtlSeconds: number;
   readonly brokerUrl: string | undefined;
   readonly relay: boolean;
+  readonly normalizer: boolean;
   readonly subjectPrefix: string;
   readonly natsStream: string;
   readonly natsDuplicateWindowSeconds: number;
@@ -150,6 +153,7 @@ function brokerOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
   return {
     brokerUrl,
     relay: parseSwitch('RASTRO_RELAY', options.relay ?? (env.RASTRO_RELAY || 'on')),
+    normalizer: parseSwitch('RASTRO_NORMALIZER', options.normalizer ?? (env.RASTRO_NORMALIZER || 'on')),
     subjectPrefix: parseToken('RASTRO_SUBJECT_PREFIX', options.subjectPrefix ?? (env.RASTRO_SUBJECT_PREFIX || 'rastro')),
     natsStream: parseToken('RASTRO_NATS_STREAM', options.natsStream ?? (env.RASTRO_NATS_STREAM || 'RASTRO')),
     natsDuplicateWindowSeconds: parseCount('RASTRO_NATS_DUPLICATE_WINDOW_SECONDS', options.natsDuplicateWindowSeconds ?? (env.RASTRO_NATS_DUPLICATE_WINDOW_SECONDS || 120), 1),

@@ -17,6 +17,8 @@ import { createEventStore, type EventStore } from './store/event-store.js';
 import { openPublisher } from './brokers/open-broker.js';
 import type { Publisher } from './brokers/message.js';
 import { runRelay, type Relay } from './outbox/relay.js';
+import { ORDER_NORMALIZER_POLICY } from './intake/order-normalizer.js';
+import { runLive, type LiveRunner } from './processing/live-runner.js';
 import { outboxRetention, RETENTION_INTERVAL_MS } from './outbox/retention.js';
 import { acquirerClient } from './charges/acquirer.js';
 import { createCharges, type Charges } from './charges/charges.js';
@@ -104,6 +106,8 @@ export interface RunningServer extends Services {
   /** The outbox relay serve runs, unless `RASTRO_RELAY=off`. */
   relay: Relay | undefined;
   publisher: Publisher | undefined;
+  /** The order normalizer serve runs live, unless `RASTRO_NORMALIZER=off`. */
+  normalizer: LiveRunner | undefined;
   /** serve's reconciliation loop (charges), unless `RASTRO_RECONCILE_INTERVAL_SECONDS=0`. */
   reconciler: ReconcileLoop | undefined;
   /** The figures serve samples every 10 s for the console. */
@@ -224,9 +228,17 @@ export async function startServer(options: RastroOptions = {}, start: ServerStar
   cleanup.unref();
   let outbox: Awaited<ReturnType<typeof startOutbox>> | undefined;
   let reconciler: ReconcileLoop | undefined;
+  let normalizer: LiveRunner | undefined;
   const stopPolling = startPollLoop(config, services, app.log);
   try {
     outbox = await startOutbox(services, config, app.log, publisher);
+    // Webhook and polled snapshots become orders here, as the relay publishes the outbox.
+    if (config.normalizer) {
+      normalizer = await runLive(services.orders.normalizer, {
+        store: services.store, policy: ORDER_NORMALIZER_POLICY,
+        onError: (err) => app.log.warn({ error: { message: (err as Error).message } }, 'order normalizer batch failed; backing off'),
+      });
+    }
     if (config.reconcileIntervalSeconds > 0) {
       reconciler = await startReconcileLoop(services.store, {
         types: services.charges.effectTypes,
@@ -241,6 +253,7 @@ export async function startServer(options: RastroOptions = {}, start: ServerStar
     await starting?.close();
     clearInterval(cleanup);
     await reconciler?.stop();
+    await normalizer?.stop();
     await operations.stop();
     await (outbox ? outbox.stop() : publisher?.close());
     stopPolling();
@@ -258,10 +271,12 @@ export async function startServer(options: RastroOptions = {}, start: ServerStar
     relay: outbox.relay,
     publisher: outbox.publisher,
     reconciler,
+    normalizer,
     figureHistory: operations.history,
     async close() {
       clearInterval(cleanup);
       await reconciler?.stop();
+      await normalizer?.stop();
       await operations.stop();
       await outbox.stop();
       stopPolling();

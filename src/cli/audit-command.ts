@@ -2,7 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { AUDIT_CHECKS, runAudit, validateCheckNames, type AuditReport } from '../audit/run-audit.js';
 import { AuditFindingsError } from '../errors.js';
 import { auditSettings } from '../operations/audit-settings.js';
-import { loadProcessors } from './load-processors.js';
+import { loadProcessors } from '../operations/load-processors.js';
 import { isoDate, jsonOption, processorsOption } from './options.js';
 import { printJson, table } from './output.js';
 import { startProgress } from './progress.js';

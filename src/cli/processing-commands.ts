@@ -7,7 +7,7 @@ import { parkedEvents } from '../processing/parking.js';
 import { validatePolicy, type EffectPolicy } from '../processing/policy.js';
 import { runReplay } from '../processing/replay-runner.js';
 import { runDiff, simulateFailures } from '../processing/run-diff.js';
-import { findProcessor } from './load-processors.js';
+import { findProcessor } from '../operations/load-processors.js';
 import { group } from './command-tree.js';
 import { choiceOption, isoDate, jsonOption, limitOption, processorsOption, wholeNumber } from './options.js';
 import { csv } from '../operations/csv.js';

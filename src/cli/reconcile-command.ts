@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import type { EffectTypes } from '../processing/ledger/effect-type.js';
 import { reconcileEffects, startReconcileLoop, type ReconcileReport } from '../processing/ledger/reconciler.js';
 import type { Services } from '../server.js';
-import { loadProcessors } from './load-processors.js';
+import { loadProcessors } from '../operations/load-processors.js';
 import { jsonOption, limitOption, processorsOption, wholeNumber } from './options.js';
 import { table } from './output.js';
 import { withRoleServices, withServices } from './services.js';

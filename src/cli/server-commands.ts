@@ -35,6 +35,7 @@ async function serve(options: { processors?: string }): Promise<void> {
     process.removeListener('SIGTERM', stopWaiting);
   }
   console.log(`rastro listening on ${server.url} (${server.config.embedded ? `embedded database in ${server.config.dataDir}` : 'PostgreSQL'})`);
+  console.log(`operations console: ${server.url}/console/`);
   const shutdown = () => {
     server.close().then(
       () => process.exit(0),
@@ -79,7 +80,7 @@ async function rebuildSnapshots(): Promise<void> {
 export function registerServerCommands(program: Command): void {
   program.command('serve')
     .summary('migrate, then serve the HTTP API and the console at /console (PORT, HOST)')
-    .description('migrate, then serve the HTTP API, the operations console at /console, an outbox relay (RASTRO_RELAY=off: no relay) and a reconciliation loop (RASTRO_RECONCILE_INTERVAL_SECONDS=0: none) until SIGINT/SIGTERM; replays and parked retries from the console use the processors of --processors or ./rastro.config.js')
+    .description('migrate, then serve the HTTP API, the operations console at /console, an outbox relay (RASTRO_RELAY=off: no relay), the order normalizer (RASTRO_NORMALIZER=off: none) and a reconciliation loop (RASTRO_RECONCILE_INTERVAL_SECONDS=0: none) until SIGINT/SIGTERM; replays and parked retries from the console use the processors of --processors or ./rastro.config.js')
     .addOption(processorsOption())
     .action(serve);
   program.command('migrate').description('apply pending migrations and exit').action(async () => {

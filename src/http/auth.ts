@@ -12,10 +12,10 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
  */
 const PUBLIC_PATHS = ['/healthz', '/readyz', '/console', '/docs', '/openapi.json'];
 
-/** Whether a path (a URL or a route pattern) is served without the API key. */
+/** Whether a path (a URL or a route pattern) is served without the API key; `/` only leads to the console. */
 export function isPublicPath(url: string): boolean {
   const path = url.split('?')[0]!;
-  return PUBLIC_PATHS.some((open) => path === open || path.startsWith(`${open}/`));
+  return path === '/' || PUBLIC_PATHS.some((open) => path === open || path.startsWith(`${open}/`));
 }
 
 /** An onRequest hook requiring `Authorization: Bearer <apiKey>` on every route but the {@link isPublicPath} ones. */

@@ -32,6 +32,8 @@ export async function consoleRoutes(app: FastifyInstance, options: { dir?: strin
     'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
   };
   app.get('/console', { schema: { hide: true } }, (_request, reply) => reply.redirect('/console/'));
+  // The address serve prints leads somewhere: the console.
+  app.get('/', { schema: { hide: true } }, (_request, reply) => reply.redirect('/console/'));
   app.get<{ Params: { file?: string } }>('/console/:file', { schema: { hide: true } }, (request, reply) => {
     const file = files.get(request.params.file || 'index.html');
     if (!file) return sendProblem(reply, 404, `no console file ${JSON.stringify(request.params.file)}`);

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Publisher } from '../brokers/message.js';
-import { loadProcessors } from '../cli/load-processors.js';
+import { loadProcessors } from './load-processors.js';
 import type { RastroConfig } from '../config.js';
 import type { Processor } from '../processing/processor.js';
 import type { Services } from '../server.js';

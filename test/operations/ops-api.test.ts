@@ -136,7 +136,7 @@ describe.each(backends())('operations API on $name', (backend) => {
     expect(started.headers.location).toBe('/ops/runs/double-tips');
     const run = await eventually(async () => {
       const body = (await ops.app.inject({ url: '/ops/runs/double-tips' })).json();
-      return body.status === 'completed' && body;
+      return body.status === 'completed' && body.job?.state === 'completed' && body;
     }, 'the replay to complete');
     expect(run).toMatchObject({ mode: 'replay', simulate: true, total: 5, progress: 1, job: { state: 'completed', error: null } });
     expect(run.counters.events).toBe(5);
