@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runLiveRound } from '../../src/processing/live-round.js';
+import { runReplay } from '../../src/processing/replay-runner.js';
 import type { EffectPolicy } from '../../src/processing/policy.js';
 import type { Processor } from '../../src/processing/processor.js';
 import { startServer, type RunningServer } from '../../src/server.js';
@@ -171,6 +172,30 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
     } finally {
       delete process.env.TIPS_MULTIPLIER;
     }
+  });
+  it('shows the run of each parked entry, and acts on the entry of the row clicked when an event is parked in two runs', async () => {
+    const { page } = browser;
+    const { processor, policy } = await tips();
+    await server.store.append('tip-8', [{ type: 'tip.paid', data: { cents: 800, bad: true } }], { expectedVersion: 'no-stream' });
+    await runLiveRound(processor, { store: server.store, policy, partitions: 2 });
+    // A replay of tip-8 alone parks it again, in its own run.
+    const position = await count(`select max(position)::int as n from S.events where stream_id = 'tip-8'`);
+    await runReplay(processor, { store: server.store, runId: 'tips-again', policy, fromPosition: position });
+    await page.goto(`${server.url}/console/#/review`);
+    const tip8 = await count(`select count(*)::int as n from S.parked_events where stream_id = 'tip-8'`);
+    expect(tip8).toBe(2);
+    const rows = page.locator('tr[data-parked-event]').filter({ hasText: 'tip-8' });
+    await expect.poll(() => rows.count()).toBe(2);
+    expect((await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-parked-run')))).sort()).toEqual(['live:tips', 'tips-again']);
+    const again = page.locator('tr[data-parked-run="tips-again"]');
+    expect(await again.locator('td[data-label="Run"]').textContent()).toBe('tips-again');
+    const eventId = (await again.getAttribute('data-parked-event'))!;
+    await again.getByRole('button', { name: 'Skip' }).click();
+    await page.getByRole('dialog', { name: 'Skip parked event' }).getByRole('button', { name: 'Skip it' }).click();
+    await expect.poll(() => page.locator('#review-result').textContent()).toBe(`Skipped event ${eventId} in run tips-again: 0 handled, 0 still parked`);
+    await expect.poll(() => rows.count()).toBe(1);
+    expect(await rows.getAttribute('data-parked-run')).toBe('live:tips');
+    expect(await count('select count(*)::int as n from S.parked_events where event_id = $1 and run_id = $2', [eventId, 'live:tips'])).toBe(1);
   });
 });
 
