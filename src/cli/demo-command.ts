@@ -6,7 +6,8 @@ import { openDatabase } from '../db/open-database.js';
 import { DatabaseInUseError, DemoAlreadyToldError } from '../errors.js';
 import { runChargeStory } from '../demo/charge-story.js';
 import { runCommissionStory } from '../demo/commission-story.js';
-import { runOrderStory } from '../demo/order-story.js';
+import { runOrderStory, type ServeIntake } from '../demo/order-story.js';
+import { buildApp } from '../http/app.js';
 import { storyTold, type Story } from '../demo/told-stories.js';
 import { createEventStore } from '../store/event-store.js';
 import { group } from './command-tree.js';
@@ -62,11 +63,19 @@ export async function runCommissionDemo(options: { dataDir?: string } = {}): Pro
   toldIn('commission', dir);
 }
 
+/** The story's services behind the routes `rastro serve` has, on a free loopback port. */
+const serveOnLoopback: ServeIntake = async (services) => {
+  const app = await buildApp(services);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  return { baseUrl: `http://127.0.0.1:${port}`, close: () => app.close() };
+};
+
 /** `rastro demo orders`: order snapshots arriving late and out of order, and one true alert. */
 export async function runOrderDemo(options: { dataDir?: string } = {}): Promise<void> {
   const dir = await storyFolder('orders', options.dataDir);
   console.log(`The order story, told in the embedded database in ${dir}\n`);
-  const report = await runOrderStory({ url: join(dir, 'pg'), log: (line) => console.log(line) });
+  const report = await runOrderStory({ url: join(dir, 'pg'), log: (line) => console.log(line), serve: serveOnLoopback });
   console.log(`\n${report.alerts.length} alert(s) in all: only the real cancellation`);
   toldIn('orders', dir);
 }

@@ -1,6 +1,5 @@
 import { migrate } from '../db/migrate.js';
 import { openDatabase } from '../db/open-database.js';
-import { buildApp } from '../http/app.js';
 import type { CancelledAfterImportAlert } from '../intake/order-normalizer.js';
 import type { NormalizedOrder } from '../intake/order-state.js';
 import { pollProvider } from '../intake/provider-poller.js';
@@ -88,8 +87,14 @@ async function realCancellation(stage: Stage, alerts: CancelledAfterImportAlert[
   stage.log(`  brought up to date, every order rebuilt, then this one rebuilt: ${alerts.length} alert(s) sent in all`);
 }
 
-/** Seed 004's story on a fresh embedded database at `url`, with the fake provider and a real HTTP server. */
-export async function runOrderStory(options: { url: string; log: (line: string) => void }): Promise<OrderStoryReport> {
+/**
+ * Where the fake provider delivers its webhooks: the caller serves `services` over HTTP (the
+ * intake routes, as `rastro serve` does) and answers the server's base URL and how to close it.
+ */
+export type ServeIntake = (services: Services) => Promise<{ baseUrl: string; close(): Promise<void> }>;
+
+/** Seed 004's story on a fresh embedded database at `url`, with the fake provider delivering webhooks to the server `serve` starts. */
+export async function runOrderStory(options: { url: string; log: (line: string) => void; serve: ServeIntake }): Promise<OrderStoryReport> {
   const db = await openDatabase({ url: options.url });
   const alerts: CancelledAfterImportAlert[] = [];
   const provider = await startProviderFake();
@@ -102,18 +107,16 @@ export async function runOrderStory(options: { url: string; log: (line: string) 
         return { sent: true };
       },
     });
-    const app = await buildApp(services);
-    await app.listen({ port: 0, host: '127.0.0.1' });
+    const server = await options.serve(services);
     try {
-      const { port } = app.server.address() as { port: number };
-      const stage: Stage = { services, provider, target: { baseUrl: `http://127.0.0.1:${port}`, source: 'pied' }, log: options.log };
+      const stage: Stage = { services, provider, target: { baseUrl: server.baseUrl, source: 'pied' }, log: options.log };
       const state = await incident(stage);
       options.log(`  its state: payment ${state.status}, ${state.lifecycle} in the back office, paid at ${state.paidAt}; alerts ${alerts.length}`);
       const invoices = await stuckOrders(stage);
       await realCancellation(stage, alerts);
       return { alerts, incident: state, invoices };
     } finally {
-      await app.close();
+      await server.close();
     }
   } finally {
     await provider.close();
