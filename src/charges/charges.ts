@@ -4,6 +4,7 @@ import { quoteSchema } from '../db/schema-name.js';
 import { MAX_AMOUNT } from '../accounts/account.js';
 import { ChargeNotFoundError, ConfigError, IdempotencyKeyReusedError, ValidationError } from '../errors.js';
 import { validateIdempotencyKey } from '../idempotency-key.js';
+import { UUID } from '../store/validate-append.js';
 import { EffectDeclinedError, type EffectType, type SettledEffect } from '../processing/ledger/effect-type.js';
 import { createOutbox, type Outbox } from '../outbox/outbox.js';
 import type { EventStore } from '../store/event-store.js';
@@ -287,12 +288,22 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
     },
 
     /** Newest first, by status, or by the ledger states of their capture (`captureStates`: how the review queue defines charges in review). */
-    async list(filter: { status?: ChargeStatus; captureStates?: readonly string[]; limit?: number } = {}): Promise<Charge[]> {
+    /**
+     * Charges, newest first. `after` is the id of the last charge of the previous page: the page
+     * goes on with the charges created before it (keyset, so charges created meanwhile neither
+     * repeat nor hide one).
+     */
+    async list(filter: { status?: ChargeStatus; captureStates?: readonly string[]; limit?: number; after?: string } = {}): Promise<Charge[]> {
       if (filter.status !== undefined && !CHARGE_STATUSES.includes(filter.status)) throw new ValidationError('status', `must be one of ${CHARGE_STATUSES.join(', ')}`);
       const limit = filter.limit ?? 100;
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit', 'must be a whole number from 1 to 1000');
+      const after = filter.after ?? null;
+      if (after !== null) {
+        if (!UUID.test(after)) throw new ValidationError('after', 'must be the id of a charge');
+        if ((await db.query(sql.exists, [after])).rows.length === 0) throw new ValidationError('after', 'names no charge');
+      }
       const states = filter.captureStates ?? (filter.status ? STATES_OF_STATUS[filter.status] : null);
-      const { rows } = await db.query<ChargeRow>(sql.list, [states, limit]);
+      const { rows } = await db.query<ChargeRow>(sql.list, [states, limit, after]);
       return rows.map(toCharge);
     },
 

@@ -42,7 +42,11 @@ export function chargeSql(s: string) {
     byId: `select ${CHARGE_COLUMNS('c', 'e')} from ${s}.charges c join ${s}.effects e on e.key = 'charge:' || c.id::text
       where c.id = $1`,
     list: `select ${CHARGE_COLUMNS('c', 'e')} from ${s}.charges c join ${s}.effects e on e.key = 'charge:' || c.id::text
-      where ($1::text[] is null or e.state = any($1::text[])) order by c.created_at desc, c.id desc limit $2`,
+      where ($1::text[] is null or e.state = any($1::text[]))
+        and ($3::uuid is null or (c.created_at, c.id) < (select a.created_at, a.id from ${s}.charges a where a.id = $3::uuid))
+      order by c.created_at desc, c.id desc limit $2`,
+    /** Whether a charge exists: a page's cursor must name one. */
+    exists: `select 1 from ${s}.charges where id = $1::uuid`,
     /**
      * The outcome of the request's own call ($5 the charge's id), unless reconciliation settled it
      * first: the charge as it now stands, or no row.

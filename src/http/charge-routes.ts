@@ -85,22 +85,37 @@ export async function chargeRoutes(app: FastifyInstance, { charges }: ChargeRout
     (request) => charges.get(request.params.id),
   );
 
-  app.get<{ Querystring: { status?: ChargeStatus; limit?: string } }>(
+  app.get<{ Querystring: { status?: ChargeStatus; limit?: string; after?: string } }>(
     '/charges',
     {
       schema: {
-        summary: 'Charges, newest first, optionally by status',
+        summary: 'Charges, newest first, optionally by status, a page at a time',
+        description: 'A full page carries `next`: pass it as `after` for the page that follows. Charges created meanwhile neither repeat nor hide one.',
         querystring: {
           type: 'object',
           properties: {
             status: { type: 'string', enum: [...CHARGE_STATUSES] },
             limit: { type: 'string', pattern: '^([1-9]\\d{0,2}|1000)$', description: '1 to 1000, default 100.' },
+            after: { type: 'string', format: 'uuid', description: 'The `next` of the previous page: the id of its last charge.' },
           },
           additionalProperties: false,
         },
-        response: { 200: { type: 'object', properties: { charges: { type: 'array', items: chargeSchema } } }, ...errors },
+        response: {
+          200: {
+            type: 'object',
+            properties: {
+              charges: { type: 'array', items: chargeSchema },
+              next: { type: ['string', 'null'], description: 'The cursor of the next page, or null on the last one.' },
+            },
+          },
+          ...errors,
+        },
       },
     },
-    async (request) => ({ charges: await charges.list({ status: request.query.status, limit: request.query.limit ? Number(request.query.limit) : undefined }) }),
+    async (request) => {
+      const limit = request.query.limit ? Number(request.query.limit) : 100;
+      const page = await charges.list({ status: request.query.status, limit, after: request.query.after });
+      return { charges: page, next: page.length === limit ? page[page.length - 1]!.id : null };
+    },
   );
 }

@@ -5,7 +5,8 @@ import { findUnstorableText } from './storable-text.js';
 
 export const MAX_STREAM_ID_LENGTH = 500;
 export const MAX_TYPE_LENGTH = 200;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** An event or message id as the store takes it: a UUID, in either case. */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** An event checked and serialized, ready for the append statement. */
 export interface PreparedEvent {

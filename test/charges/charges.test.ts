@@ -32,6 +32,31 @@ describe.each(backends())('charges on $name', (backend) => {
     expect((await t.app.inject({ url: '/charges?status=PENDING' })).json<{ charges: Charge[] }>().charges).toEqual([]);
   });
 
+  it('pages GET /charges with a cursor: every charge once, newest first, whatever is created meanwhile', async () => {
+    const t = await chargeApp(backend);
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.unshift((await t.charge({ ...body, amountCents: 100 + i }, `page-${i}`)).json<Charge>().id);
+    const page = async (query: string) => (await t.app.inject({ url: `/charges?${query}` })).json<{ charges: Charge[]; next: string | null }>();
+    const first = await page('limit=3');
+    expect(first.charges.map((c) => c.id)).toEqual(ids.slice(0, 3));
+    expect(first.next).toBe(ids[2]);
+    // A charge created between two pages is newer than the cursor: it neither repeats nor shifts a page.
+    expect((await t.charge({ ...body, amountCents: 999 }, 'page-meanwhile')).statusCode).toBe(201);
+    const second = await page(`limit=3&after=${first.next}`);
+    expect(second.charges.map((c) => c.id)).toEqual(ids.slice(3, 6));
+    const last = await page(`limit=3&after=${second.next}`);
+    expect(last).toEqual({ charges: [expect.objectContaining({ id: ids[6] })], next: null });
+    expect((await page('status=CAPTURED&limit=8')).charges).toHaveLength(8);
+
+    const unknown = await t.app.inject({ url: '/charges?after=00000000-0000-4000-8000-000000000000' });
+    expect(unknown.statusCode).toBe(422);
+    expect(unknown.json()).toMatchObject({ code: 'RASTRO_VALIDATION', field: 'after' });
+    const malformed = await t.app.inject({ url: '/charges?after=yesterday' });
+    expect(malformed.statusCode).toBe(422);
+    expect(malformed.headers['content-type']).toContain('application/problem+json');
+    expect(malformed.json()).toMatchObject({ field: 'after' });
+  });
+
   it('a decline is FAILED with the acquirer\'s word and a ChargeFailed event', async () => {
     const t = await chargeApp(backend);
     t.acquirer.faults.push('decline');
