@@ -105,7 +105,7 @@ export async function chargeRoutes(app: FastifyInstance, { charges }: ChargeRout
             type: 'object',
             properties: {
               charges: { type: 'array', items: chargeSchema },
-              next: { type: ['string', 'null'], description: 'The cursor of the next page, or null on the last one.' },
+              next: { type: 'string', nullable: true, description: 'The cursor of the next page, or null on the last one.' },
             },
           },
           ...errors,

@@ -50,7 +50,7 @@ describe('the rastro command line', () => {
       for (const sub of command.commands) expect(result.stdout, `${path} lists ${sub.name()}`).toContain(`${path} ${sub.name()}`);
       expect(result.stdout).toContain('-h, --help');
     });
-  });
+  }, 240_000); // two processes per command: minutes on a loaded 2-core machine
 
   it('prints the overview with --help, -h, help and no command: every command, the conventions and the environment', async () => {
     for (const args of [['--help'], ['-h'], ['help'], []]) {
