@@ -1,5 +1,6 @@
 import { quoteSchema } from '../db/schema-name.js';
 import type { EventStore } from '../store/event-store.js';
+import type { ParkedEvent } from './parking.js';
 import { processingSql } from './sql.js';
 
 /** One state key a simulated run would change. */
@@ -60,17 +61,8 @@ export async function runDiffPage(
   };
 }
 
-/** An event a simulate run could not handle (failed), or one of its stream waiting behind it. */
-export interface SimulateFailure {
-  processor: string;
-  runId: string;
-  eventId: string;
-  streamId: string;
-  position: number;
-  reason: 'failed' | 'waiting';
-  error: string | null;
-  at: Date;
-}
+/** An event a simulate run could not handle (failed), or one of its stream waiting behind it: a parked entry's fields, kept apart. */
+export type SimulateFailure = Omit<ParkedEvent, 'parkedAt'> & { at: Date };
 
 /**
  * What a simulate run could not handle: its own record beside its diff, never parked in the
