@@ -2,7 +2,7 @@
  * A commission processor in a process of its own, for the demo and the crash tests to kill.
  * Configured by environment: RASTRO_DATABASE (postgres:// URL or PGlite folder), RASTRO_SCHEMA,
  * SELLER_URL, FINANCE_URL (optional), DIVISOR, BATCH_SIZE, EFFECT_CONCURRENCY, and MODE=live or
- * MODE=replay with RUN_ID (and SIMULATE=1 to simulate).
+ * MODE=replay with RUN_ID (and SIMULATE=1 to simulate, MAX_RATE for a rate limit in events/s).
  */
 import { openDatabase } from '../db/open-database.js';
 import { runLive } from '../processing/live-runner.js';
@@ -27,7 +27,10 @@ if (env.MODE === 'live') {
   await runLive(processor, { store, policy, batchSize, pollIntervalMs: 50, effectConcurrency });
   process.stdout.write('ready\n');
 } else {
-  await runReplay(processor, { store, runId: env.RUN_ID!, policy, batchSize, effectConcurrency, simulate: env.SIMULATE === '1' });
+  await runReplay(processor, {
+    store, runId: env.RUN_ID!, policy, batchSize, effectConcurrency, simulate: env.SIMULATE === '1',
+    maxRate: env.MAX_RATE ? Number(env.MAX_RATE) : undefined,
+  });
   await db.close();
   process.stdout.write('done\n');
 }

@@ -41,7 +41,8 @@ function replayProcess(schema: string, runId: string, extra: Record<string, stri
   const child = spawn(process.execPath, [CHILD], {
     env: {
       ...process.env, MODE: 'replay', RUN_ID: runId, RASTRO_SCHEMA: schema, RASTRO_DATABASE: DATABASE_URL!,
-      SELLER_URL: seller.url, FINANCE_URL: finance.url, BATCH_SIZE: '5', ...extra,
+      // Paced, so the run outlasts its kills on a fast machine as on a slow one.
+      SELLER_URL: seller.url, FINANCE_URL: finance.url, BATCH_SIZE: '5', MAX_RATE: '15', ...extra,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -166,8 +166,12 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
     const final = events[events.length - 1];
     // Every partition read moves past the whole read, also past events a partition had handled already.
     const checkpointing: Checkpointing = { partitions: work, at: (through) => (through === final ? last : through), held };
-    // The next read starts now: reading needs none of this batch's state.
-    for (const partition of work) checkpoints.set(partition, last);
+    // The next read starts now: reading needs none of this batch's state. A partition already
+    // past the read keeps its checkpoint: moved back, it would handle its events again.
+    for (const partition of work) {
+      const checkpoint = checkpoints.get(partition) ?? LOG_START;
+      if (isAfter(last, checkpoint)) checkpoints.set(partition, last);
+    }
     next = readAfter(work, last);
     next.catch(() => undefined);
     if (events.length === 0) {
