@@ -5,7 +5,7 @@ import { renderRuns } from './runs.js';
 import { renderDiff } from './diff.js';
 import { renderReview } from './review.js';
 import { renderAudit } from './audit.js';
-import { clearAnnouncement, h } from './dom.js';
+import { answerOf, clearAnnouncement, h } from './dom.js';
 import { failed, isOutage, resetPage } from './freshness.js';
 
 const main = document.getElementById('main');
@@ -17,13 +17,10 @@ function promptForKey(refused) {
   const input = document.getElementById('key-input');
   document.getElementById('key-error').hidden = !refused;
   input.value = '';
-  return new Promise((resolve) => {
-    let cancelled = false;
-    dialog.addEventListener('cancel', () => (cancelled = true), { once: true });
-    dialog.addEventListener('close', () => resolve(cancelled ? null : input.value), { once: true });
-    dialog.showModal();
-    input.focus();
-  });
+  const answer = answerOf(dialog);
+  dialog.showModal();
+  input.focus();
+  return answer.then((value) => (value === null ? null : input.value));
 }
 setKeyPrompt(promptForKey);
 

@@ -56,11 +56,37 @@ export function confirmAction(title, text, okLabel = 'Confirm', { destructive = 
   document.getElementById('confirm-text').textContent = text;
   ok.textContent = okLabel;
   ok.classList.toggle('danger', destructive);
+  const answer = answerOf(dialog);
+  dialog.showModal();
+  (destructive ? dialog.querySelector('button[value="cancel"]') : ok).focus();
+  return answer.then((value) => value === 'ok');
+}
+
+/**
+ * Shows how a modal dialog about to open is answered: the value of the button that submitted its
+ * form, '' for one without a value, null when it was dismissed (Escape). It listens to the
+ * answer itself, not to the dialog's `close` event, which the browser dispatches in a later task:
+ * a dialog closed and opened again at once would take the first closing for the second answer.
+ */
+export function answerOf(dialog) {
+  const form = dialog.querySelector('form');
   return new Promise((resolve) => {
-    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'ok'), { once: true });
-    dialog.returnValue = '';
-    dialog.showModal();
-    (destructive ? dialog.querySelector('button[value="cancel"]') : ok).focus();
+    const done = (value) => {
+      form.removeEventListener('submit', onSubmit);
+      dialog.removeEventListener('cancel', onCancel);
+      dialog.removeEventListener('close', onClose);
+      resolve(value);
+    };
+    const onSubmit = (event) => done(event.submitter?.value ?? '');
+    const onCancel = () => done(null);
+    // Closed another way (a repeated Escape closes without a cancel event); a late close of an
+    // earlier opening finds the dialog open again, and is not this answer.
+    const onClose = () => {
+      if (!dialog.open) done(null);
+    };
+    form.addEventListener('submit', onSubmit);
+    dialog.addEventListener('cancel', onCancel);
+    dialog.addEventListener('close', onClose);
   });
 }
 

@@ -1,4 +1,4 @@
-import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
+import amqp, { type Channel, type ConsumeMessage } from 'amqplib';
 import type { BrokerConsumer, Delivery } from './consumer.js';
 
 export interface AmqpConsumerOptions {
@@ -37,49 +37,61 @@ function toDelivery(channel: Channel, m: ConsumeMessage): Delivery {
  */
 export function createAmqpConsumer(options: AmqpConsumerOptions): BrokerConsumer {
   const queue = options.queue ?? 'rastro-inbox';
-  let connection: ChannelModel | undefined;
   let stopped = false;
-  let wakeStopped: (() => void) | undefined;
+  let wake!: () => void;
+  const stopping = new Promise<void>((resolve) => (wake = resolve));
+  let running: Promise<void> | undefined;
 
-  async function open(handle: (delivery: Delivery) => Promise<void>): Promise<Promise<void>> {
-    connection = await amqp.connect(options.url);
-    const closed = new Promise<void>((resolve) => connection!.once('close', () => resolve()));
-    connection.on('error', () => undefined);
-    const channel = await connection.createChannel();
-    channel.on('error', () => undefined);
-    if (options.declare ?? true) {
-      const exchange = options.exchange ?? 'rastro';
-      await channel.assertExchange(exchange, 'topic', { durable: true });
-      await channel.assertQueue(queue, { durable: true });
-      await channel.bindQueue(queue, exchange, options.bindingKey ?? '#');
+  /** Consumes on a new connection; resolves once the connection closed. */
+  async function consumeOnce(handle: (delivery: Delivery) => Promise<void>): Promise<void> {
+    const connection = await amqp.connect(options.url);
+    try {
+      const closed = new Promise<void>((resolve) => connection.once('close', () => resolve()));
+      connection.on('error', () => undefined);
+      // Stopped while connecting: this connection is the last one, and it closes now.
+      if (stopped) return;
+      const channel = await connection.createChannel();
+      channel.on('error', () => undefined);
+      if (options.declare ?? true) {
+        const exchange = options.exchange ?? 'rastro';
+        await channel.assertExchange(exchange, 'topic', { durable: true });
+        await channel.assertQueue(queue, { durable: true });
+        await channel.bindQueue(queue, exchange, options.bindingKey ?? '#');
+      }
+      await channel.prefetch(options.prefetch ?? 256);
+      // One delivery at a time, in order: the next waits for the previous one's commit.
+      let chain = Promise.resolve();
+      await channel.consume(queue, (m) => {
+        if (!m) return;
+        chain = chain.then(() => handle(toDelivery(channel, m))).catch(() => undefined);
+      }, { noAck: false });
+      await Promise.race([closed, stopping]);
+    } finally {
+      await connection.close().catch(() => undefined);
     }
-    await channel.prefetch(options.prefetch ?? 256);
-    // One delivery at a time, in order: the next waits for the previous one's commit.
-    let chain = Promise.resolve();
-    await channel.consume(queue, (m) => {
-      if (!m) return;
-      chain = chain.then(() => handle(toDelivery(channel, m))).catch(() => undefined);
-    }, { noAck: false });
-    return closed;
   }
 
   return {
     kind: 'amqp',
-    async run(handle, onError) {
-      while (!stopped) {
-        try {
-          const closed = await open(handle);
-          await Promise.race([closed, new Promise<void>((resolve) => (wakeStopped = resolve))]);
-        } catch (err) {
-          onError?.(err);
+    run(handle, onError) {
+      running = (async () => {
+        while (!stopped) {
+          try {
+            await consumeOnce(handle);
+          } catch (err) {
+            if (stopped) break;
+            onError?.(err);
+          }
+          if (!stopped) await Promise.race([stopping, new Promise((resolve) => setTimeout(resolve, 500))]);
         }
-        if (!stopped) await new Promise((resolve) => setTimeout(resolve, 500));
-      }
+      })();
+      return running;
     },
+    /** Resolves once the connection is closed, also when it was still being opened. */
     async stop() {
       stopped = true;
-      wakeStopped?.();
-      await connection?.close().catch(() => undefined);
+      wake();
+      await running;
     },
   };
 }

@@ -76,30 +76,52 @@ export function createNatsConsumer(options: NatsConsumerOptions): BrokerConsumer
     if (info.config.ack_wait !== settings.ack_wait || info.config.max_ack_pending !== settings.max_ack_pending) await jsm.consumers.update(streamName, durable, settings);
   }
 
+  let wake!: () => void;
+  const stopping = new Promise<void>((resolve) => (wake = resolve));
+  let running: Promise<void> | undefined;
+
+  async function consumeOnce(handle: (delivery: Delivery) => Promise<void>): Promise<void> {
+    nc ??= await connect({ servers: options.url.split(','), name: 'rastro-inbox', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+    if (stopped) return;
+    await ensureConsumer(nc);
+    const consumer = await jetstream(nc).consumers.get(streamName, durable);
+    if (stopped) return;
+    messages = await consumer.consume({ max_messages: Math.min(256, maxAckPending) });
+    // Stopped while the consumer was being set up: its messages close now.
+    if (stopped) await messages.close().catch(() => undefined);
+    for await (const m of messages) {
+      if (stopped) break;
+      await handle(toDelivery(m, retryDelayMs));
+    }
+  }
+
   return {
     kind: 'nats',
-    async run(handle, onError) {
-      while (!stopped) {
+    run(handle, onError) {
+      running = (async () => {
         try {
-          nc ??= await connect({ servers: options.url.split(','), name: 'rastro-inbox', maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-          await ensureConsumer(nc);
-          const consumer = await jetstream(nc).consumers.get(streamName, durable);
-          messages = await consumer.consume({ max_messages: Math.min(256, maxAckPending) });
-          for await (const m of messages) {
-            if (stopped) break;
-            await handle(toDelivery(m, retryDelayMs));
+          while (!stopped) {
+            try {
+              await consumeOnce(handle);
+            } catch (err) {
+              if (stopped) break;
+              onError?.(err);
+              await Promise.race([stopping, new Promise((resolve) => setTimeout(resolve, 500))]);
+            }
           }
-        } catch (err) {
-          if (stopped) break;
-          onError?.(err);
-          await new Promise((resolve) => setTimeout(resolve, 500));
+        } finally {
+          await messages?.close().catch(() => undefined);
+          await nc?.close().catch(() => undefined);
         }
-      }
+      })();
+      return running;
     },
+    /** Resolves once the connection is closed, also when it was still being opened. */
     async stop() {
       stopped = true;
+      wake();
       await messages?.close().catch(() => undefined);
-      await nc?.close().catch(() => undefined);
+      await running;
     },
   };
 }
