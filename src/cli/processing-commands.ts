@@ -22,6 +22,8 @@ interface ReplayOptions {
   runId?: string;
   simulate?: boolean;
   maxRate?: number;
+  partitions?: number;
+  batchSize?: number;
   policy?: string;
   processors?: string;
   json?: boolean;
@@ -48,7 +50,8 @@ async function replay(name: string, options: ReplayOptions): Promise<void> {
   const policy = await readPolicy(options.policy);
   const progress = startProgress();
   const summary = await withStore((store) =>
-    runReplay(processor, { store, runId: options.runId, from: options.from, to: options.to, simulate: options.simulate ?? false, maxRate: options.maxRate, policy, onProgress: ({ done, total }) => progress.count(done, total) }),
+    runReplay(processor, { store, runId: options.runId, from: options.from, to: options.to, simulate: options.simulate ?? false, maxRate: options.maxRate,
+      partitions: options.partitions, batchSize: options.batchSize, policy, onProgress: ({ done, total }) => progress.count(done, total) }),
   );
   progress.count(summary.counters.events ?? 0, summary.total);
   progress.end();
@@ -139,6 +142,8 @@ export function registerProcessingCommands(program: Command): void {
     .option('--run-id <id>', 'the run id: its checkpoint resumes a stopped run')
     .option('--simulate', 'call no effect: record what would change (see replay diff)')
     .option('--max-rate <events/s>', 'handle at most this many events per second in this process, to spare the live traffic', wholeNumber('--max-rate', { min: 1 }))
+    .option('--partitions <n>', 'spread the streams over n partitions, shared by every process replaying the run id (fixed when the run starts; default 8)', wholeNumber('--partitions', { min: 1, max: 1024 }))
+    .option('--batch-size <n>', 'events per batch (default 1000)', wholeNumber('--batch-size', { min: 1, max: 10_000 }))
     .option(...policyOption).addOption(processorsOption()).addOption(jsonOption())
     .action(replay);
   replayCommand.command('diff').description('what a simulated run would change')

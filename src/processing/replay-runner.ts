@@ -97,6 +97,8 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
   }
   const requested = options.partitions ?? 8;
   if (!Number.isInteger(requested) || requested < 1 || requested > 1024) throw new ValidationError('partitions', 'must be an integer from 1 to 1024');
+  const batchSize = options.batchSize ?? 1000;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) throw new ValidationError('batchSize', 'must be an integer from 1 to 10000');
   const total = await countRange(db, sql, processor, range);
   // A run started before runs had partitions has one checkpoint, partition 0: it stays at one.
   const existing = (await db.query<{ partitions: number | null; policy: unknown; alive: boolean; processor: string; simulate: boolean }>(sql.getRun, [runId])).rows[0];
@@ -149,7 +151,7 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
     let done = 0;
     await replayPartitions({
       run, range, runner, leases, lockName, commitLockName: `${lockName}:commit`,
-      batchSize: options.batchSize ?? 1000,
+      batchSize,
       pace: options.maxRate === undefined ? undefined : paceAt(options.maxRate),
       onBatch(events, batch) {
         for (const [name, value] of batch.entries()) counters.add(name, value);

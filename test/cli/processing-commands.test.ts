@@ -118,6 +118,27 @@ describe('the processing commands on the embedded database', () => {
     expect(replay.stdout).toMatch(/written\s+5/);
   });
 
+  it('spreads a replay over the partitions --partitions asks for, in batches of --batch-size', async () => {
+    const out = await rastro(['replay', 'commissions', '--from', '2026-10-14T00:00:00Z', '--to', '2026-10-15T00:00:00Z', '--run-id', 'sim-parts', '--simulate', '--partitions', '3', '--batch-size', '2', '--policy', policyFile, '--json']);
+    const summary = JSON.parse(out.stdout);
+    expect(summary).toMatchObject({ runId: 'sim-parts', simulate: true });
+    expect(summary.counters.events).toBe(summary.total);
+    // Progress after each batch: the first one handled two events.
+    expect(out.stderr.split('\n')[0]).toMatch(/\] 2\/\d+ events/);
+    const db = await openDatabase({ url: join(dataDir, 'pg') });
+    try {
+      const { rows } = await db.query<{ partitions: number }>(`select partitions from rastro.processor_runs where run_id = 'sim-parts'`);
+      expect(rows).toEqual([{ partitions: 3 }]);
+    } finally {
+      await db.close();
+    }
+    for (const [option, value, message] of [['--partitions', '0', '--partitions must be an integer from 1 to 1024'], ['--batch-size', '20000', '--batch-size must be an integer from 1 to 10000']]) {
+      const err = await rastro(['replay', 'commissions', option!, value!]).catch((e: { stderr: string; code: number }) => e);
+      expect(err).toMatchObject({ code: 2 });
+      expect((err as { stderr: string }).stderr).toContain(message);
+    }
+  });
+
   it('refuses a value that is not a date with exit code 2, and an unknown processor with exit code 1', async () => {
     const err = await rastro(['replay', 'commissions', '--from', 'yesterday']).catch((e: { stderr: string; code: number }) => e);
     expect(err).toMatchObject({ code: 2 });
