@@ -1,22 +1,12 @@
 // rastro's replay runner over the same 100,000 events: (b) every effect applied against an
 // in-process provider, then (a) a second run finding every effect already recorded, then
 // (c) a simulated run.
-import { defineProcessor, runReplay } from '../../dist/index.js';
+import { runReplay } from '../../dist/index.js';
 import { runContender } from '../shared/contender.js';
-import { PROCESSING, openFilledStore } from './workload.js';
+import { PROCESSING, applyPolicy, commissions, openFilledStore } from './workload.js';
 
-const processor = defineProcessor({
-  name: 'bench-commissions',
-  handlers: {
-    'order.paid': async (event, ctx) => {
-      const { orderId, amountCents, percent } = event.data;
-      const commissionCents = Math.round((amountCents * percent) / 100);
-      await ctx.upsert('commission', orderId, { orderId, commissionCents }, { version: event.streamVersion });
-      await ctx.effect('notify-seller', async (key) => ({ delivered: key }));
-    },
-  },
-});
-const policy = { 'notify-seller': { mode: 'apply', onFailure: 'keep' } };
+const processor = commissions;
+const policy = applyPolicy;
 
 async function timed(store, options) {
   const started = performance.now();

@@ -55,10 +55,14 @@ handler runs without span objects when no tracing SDK is registered, each reques
 awaits is one object, and PostgreSQL reads the events once: about 5 kB allocated per event, a
 quarter less CPU on the Node side and about a tenth less on PostgreSQL's.
 
-On a 2-core machine the Node process and PostgreSQL share the cores. The figures above were
-measured with the 2 cores shared by other work (builds and test suites of other branches), so
-every row, the raw scan first, moved by up to half from one run to the next; the ratios, taken
-within a run, move less. A larger young generation (\`NODE_OPTIONS=--max-semi-space-size=64\`)
-cuts the Node side by another quarter on long replays.
+On a 2-core machine the Node process and PostgreSQL share the cores: a replay keeps both busy
+(per 100,000 recorded events, about 0.7 s of CPU in Node and as much in PostgreSQL), the raw
+scan mostly one. The figures above were measured on a quiet machine; measured while other work
+shared the cores, the raw scan slows far more than the replay does, and the ratio reads about
+0.33×. Where the Node side's time goes now: about a third collecting garbage (about 5 kB
+allocated per event), a fifth writing to the socket while PostgreSQL takes the other core, and
+the rest mostly decoding the batch's JSON (events, ledger entries, probed rows). A larger young
+generation (\`NODE_OPTIONS=--max-semi-space-size=64\`) cuts the Node side by another quarter on
+long replays.
 `,
 };

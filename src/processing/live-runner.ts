@@ -87,7 +87,7 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
   const leases = new PartitionLeases(runner, sql, partitionLockName(store.schema, processor.name), processor.name, count);
   const counters = new Counters();
 
-  async function step(): Promise<boolean> {
+  async function step(): Promise<boolean | 'held'> {
     await leases.rebalance();
     const owned = [...leases.owned];
     if (owned.length === 0) return false;
@@ -99,7 +99,9 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     // A partition whose checkpoint is ahead of the others has handled some of these already.
     const events = read.filter((event) => isAfter(event, checkpoints.get(event.partition)!));
     const last = read[read.length - 1];
-    if (!last) return false;
+    // Events of these partitions committed behind a transaction still open: they are read as
+    // soon as it ends, not at the next notification.
+    if (!last) return input.heldBack ? 'held' : false;
     // Every owned partition moves past the whole read, also past events of partitions that had them already.
     const final = events[events.length - 1];
     const checkpointing: Checkpointing = { partitions: owned, at: (through) => (through === final ? last : through) };
@@ -113,7 +115,7 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
         throw err;
       }
     } else await saveProgress(run, db, new Counters(), checkpointing, last);
-    return read.length === limit;
+    return read.length === limit || (input.heldBack ? 'held' : false);
   }
 
   const reconciler = processor.effects && Object.keys(processor.effects).length > 0

@@ -28,6 +28,8 @@ export interface RunEvents {
   blocked: Set<string>;
   /** Parked events being retried: the batch that handles them unparks them in its commit. */
   unpark?: string[];
+  /** Committed events of the run wait behind a transaction still open (the no-skip frontier): read again soon. */
+  heldBack?: boolean;
 }
 
 export function handledTypes(processor: Processor): string[] {
@@ -104,8 +106,9 @@ export async function readRunBatch(
     after.txOrder, after.position, limit, handledTypes(run.processor), ...rangeValues(range),
     partitions?.count ?? 1, partitions?.owned ?? null, appliedTypes(run.policy), run.runId,
   ];
-  const { rows } = await db.query<{ events: string; ledger: string | null; blocked: string[] }>(sql.readBatch, values, { prepare: true });
-  return { ...decode(rows[0]!), blocked: new Set(rows[0]!.blocked) };
+  // Not prepared, as the probe: the effect ledger it joins grows from empty during a first run.
+  const { rows } = await db.query<{ events: string; ledger: string | null; blocked: string[]; held: boolean }>(sql.readBatch, values);
+  return { ...decode(rows[0]!), blocked: new Set(rows[0]!.blocked), heldBack: rows[0]!.held };
 }
 
 /** Events by id, in log order, as a run reads them, none blocked: for re-running parked events. */

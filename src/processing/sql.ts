@@ -69,15 +69,15 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
    * The next events for a run, with the store's no-skip rule. $1/$2 checkpoint, $3 limit,
    * $4 types, $5/$6 occurredAt window, $7/$8 position range, $9 partition count, $10 partitions.
    */
-  const nextEvents = `from ${s}.events e
-      where (e.tx_order, e.position) > ($1, $2)
-        and e.tx_order < ${frontierSql(s)}
+  const runEventsWhere = `(e.tx_order, e.position) > ($1, $2)
         and e.type = any($4::text[])
         and ($5::timestamptz is null or e.occurred_at >= $5)
         and ($6::timestamptz is null or e.occurred_at < $6)
         and ($7::bigint is null or e.position >= $7)
         and ($8::bigint is null or e.position <= $8)
-        and ($10::int[] is null or mod(hashtext(e.stream_id)::bigint + 2147483648, $9) = any($10::int[]))
+        and ($10::int[] is null or mod(hashtext(e.stream_id)::bigint + 2147483648, $9) = any($10::int[]))`;
+  const nextEvents = `from ${s}.events e
+      where ${runEventsWhere} and e.tx_order < ${frontierSql(s)}
       order by e.tx_order, e.position
       limit $3`;
   return {
@@ -90,7 +90,9 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
         select e.*, case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end as partition
         ${nextEvents})
       select ${runEventsJson(s, '$11::text[]')},
-        array(select distinct p.stream_id from ${s}.parked_events p where p.run_id = $12) as blocked`,
+        array(select distinct p.stream_id from ${s}.parked_events p where p.run_id = $12) as blocked,
+        -- Committed events of the run held back behind a transaction still open: read again soon.
+        exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= ${frontierSql(s)}) as held`,
     /** Events of the run's range a reader cannot see yet: the run is not finished while any remain. */
     /**
      * Whether the range has events after the checkpoint ($6, $7): held back by an open

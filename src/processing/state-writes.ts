@@ -81,7 +81,9 @@ export class StateBuffer {
       missing.push(write);
     }
     if (missing.length > 0) {
-      const { rows } = await target.query<{ rows: string | null }>(this.run.sql.probe, [JSON.stringify(missing.map((write) => [write.projection, write.key]))], { prepare: true });
+      // Not prepared: a plan cached while the table was small (a new projection) would scan it
+      // whole for every batch once it has grown; planned each time, it looks the keys up.
+      const { rows } = await target.query<{ rows: string | null }>(this.run.sql.probe, [JSON.stringify(missing.map((write) => [write.projection, write.key]))]);
       if (rows[0]?.rows) {
         for (const [i, doc, version, observedUs] of JSON.parse(rows[0].rows) as ProbedRow[]) {
           this.stored.set(missing[i - 1]!.id, { doc, version, observedAt: observedUs === null ? null : new Date(Math.floor(observedUs / 1000)) });

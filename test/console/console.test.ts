@@ -130,12 +130,18 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
       await page.getByLabel('Processor').selectOption('tips');
       await page.getByLabel('Run id (optional)').fill('console-simulate');
       expect(await page.getByLabel('Simulate: record a diff, call nothing').isChecked()).toBe(true);
+      // Paced at 2 events/s, the 5 events take at least 2.5 s.
+      await page.getByLabel('Max events/s (spares live traffic)').fill('2');
+      const posted = page.waitForRequest((request) => request.method() === 'POST' && request.url().endsWith('/ops/replays'));
       await page.getByRole('button', { name: 'Start simulate run' }).click();
       await page.getByRole('dialog', { name: 'Start simulate run' }).getByRole('button', { name: 'Start' }).click();
+      const startedAt = Date.now();
+      expect((await posted).postDataJSON()).toMatchObject({ processor: 'tips', runId: 'console-simulate', simulate: true, maxRate: 2 });
       const run = page.locator('tr[data-run="console-simulate"]');
       await expect.poll(() => run.locator('.percent').getAttribute('data-percent'), { timeout: 30_000 }).toBe('100');
       // Every event handled (100%) comes a moment before the run is marked completed.
       await expect.poll(() => run.locator('.badge').textContent(), { timeout: 10_000 }).toBe('completed');
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(2_500);
       expect(await run.locator('pre.counters').textContent()).toContain('events 5');
       await page.screenshot({ path: join(SCREENSHOTS, 'runs.png'), fullPage: true });
 

@@ -173,6 +173,32 @@ describe.skipIf(!postgres)('live runners sharing work on real PostgreSQL', () =>
     expect(new Set(runners.flatMap((runner) => runner.partitions)).size).toBe(0);
   });
 
+  it('reads an event held back by an open transaction as soon as that ends, not at the next poll', async () => {
+    const store = await storeOn(postgres!);
+    const handled: number[] = [];
+    const processor = defineProcessor({ name: 'held', handlers: { 'order.paid': async () => void handled.push(Date.now()) } });
+    const runner = await runLive(processor, { store, policy: {}, pollIntervalMs: 10_000 });
+    const open = await store.db.connect();
+    try {
+      await until(() => runner.partitions.length > 0, 'the runner holding its partitions');
+      // A transaction with an id older than the event's: the no-skip frontier holds the event back.
+      await open.query('begin');
+      await open.query('select pg_current_xact_id()');
+      await store.append('held-1', [{ type: 'order.paid', data: {} }]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(handled).toEqual([]);
+      await open.query('commit');
+      const ended = Date.now();
+      // Nothing else is appended, and the poll is 10 s away: the runner tries again on its own.
+      await until(() => handled.length === 1, 'the held-back event', 5_000);
+      expect(handled[0]! - ended).toBeLessThan(1_000);
+    } finally {
+      await open.query('rollback').catch(() => undefined);
+      await open.release();
+      await runner.stop();
+    }
+  });
+
   it('takes over a release reservation at once when its owner is dead, and sweeps a keep one to uncertain', async () => {
     const store = await storeOn(postgres!);
     await payOrders(store, makeOrders(2));

@@ -1,6 +1,10 @@
 import type { Database } from '../../db/database.js';
 import { WakeUp } from '../../store/wake-up.js';
 
+/** The first wait for work held back by an open transaction, and the longest (doubling between). */
+const HELD_FIRST_MS = 2;
+const HELD_MAX_MS = 100;
+
 export interface TailLoopOptions {
   db: Database;
   /** NOTIFY channels that wake the loop. */
@@ -10,8 +14,12 @@ export interface TailLoopOptions {
   /** The wait after a failed step, doubled on each failure in a row up to `maxBackoffMs`. */
   backoffMs: number;
   maxBackoffMs: number;
-  /** One unit of work; resolves true when there may be more to do at once. */
-  step(): Promise<boolean>;
+  /**
+   * One unit of work; resolves true when there may be more to do at once, `'held'` when work
+   * waits behind a transaction still open (tried again after a short wait that grows while it
+   * lasts, rather than at the next notification or poll).
+   */
+  step(): Promise<boolean | 'held'>;
   /** Chores run between steps at most every `intervalMs` (the first one at the start). */
   chores?: { intervalMs: number; run(): Promise<void> }[];
   onError?: (err: unknown) => void;
@@ -44,6 +52,7 @@ export function startTailLoop(options: TailLoopOptions): TailLoop {
     const unlisten: (() => Promise<void>)[] = [];
     const lastRun = (options.chores ?? []).map(() => 0);
     let failures = 0;
+    let heldMs = 0;
     try {
       for (const channel of options.channels) unlisten.push(await options.db.listen(channel, wakeUp.signal));
       while (!wakeUp.isStopped) {
@@ -52,7 +61,9 @@ export function startTailLoop(options: TailLoopOptions): TailLoop {
           await runChores(lastRun);
           const more = await options.step();
           failures = 0;
-          if (!more) await wakeUp.sleep(options.pollIntervalMs);
+          heldMs = more === 'held' ? Math.min(HELD_MAX_MS, options.pollIntervalMs, Math.max(HELD_FIRST_MS, heldMs * 2)) : 0;
+          if (more === 'held') await wakeUp.sleep(heldMs);
+          else if (!more) await wakeUp.sleep(options.pollIntervalMs);
         } catch (err) {
           options.onError?.(err);
           failures++;
