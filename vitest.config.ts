@@ -21,7 +21,7 @@ export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
     projects: [
-      { test: { ...shared, name: 'suites', include: ['test/**/*.test.ts'], exclude: ALONE, maxWorkers: 2, sequence: { groupOrder: 0 } } },
+      { test: { ...shared, name: 'suites', include: ['test/**/*.test.ts'], exclude: ALONE, sequence: { groupOrder: 0 } } },
       // After the others, one file at a time.
       { test: { ...shared, name: 'alone', include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
