@@ -73,7 +73,10 @@ const brokers = [
   ...(RABBITMQ_URL ? [{ name: 'RabbitMQ', setup: amqpSetup }] : []),
 ];
 
-describe.skipIf(!backend || brokers.length === 0).each(brokers)('the inbox order on $name', ({ setup }) => {
+// Without a broker, one skipped case (an empty each would be a file without a suite).
+const cases = brokers.length > 0 ? brokers : [{ name: 'a broker (none configured)', setup: natsSetup }];
+
+describe.skipIf(!backend || brokers.length === 0).each(cases)('the inbox order on $name', ({ setup }) => {
   it('keeps each aggregate in publish order with two consumers, the reading one SIGKILLed three times', async () => {
     const { db, schema } = await freshSchema(backend!);
     const store = createEventStore(db, { schema });
