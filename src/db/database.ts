@@ -12,7 +12,10 @@ export interface Queryable {
   /**
    * Runs one statement. `prepare: true` asks the server to keep the statement's plan on the
    * connection (a named prepared statement); use it for hot statements whose plan does not
-   * depend on the values. Adapters without prepared statements ignore it.
+   * depend on the values, nor on the size of a table that can grow fast from empty: a batch's
+   * lookup of many keys in the projections or the effect ledger keeps the plan made while the
+   * table was small, and then scans it whole every time. Adapters without prepared statements
+   * ignore it.
    */
   query<Row = Record<string, unknown>>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>>;
 }

@@ -107,7 +107,8 @@ export async function runEffectRound(
 /** Records the outcomes of calls made, on `target` (the batch's transaction, or the database). */
 export async function recordEffectOutcomes(run: RunContext, target: { query: RunContext['db']['query'] }, outcomes: EffectOutcomes): Promise<void> {
   if (outcomes.done.length > 0) {
-    await target.query(run.sql.completeEffects, [outcomes.done.map((o) => o.key), outcomes.done.map((o) => o.result), run.ownerToken], { prepare: true });
+    // Not prepared: the ledger it updates by key grows from empty during a first run.
+    await target.query(run.sql.completeEffects, [outcomes.done.map((o) => o.key), outcomes.done.map((o) => o.result), run.ownerToken]);
   }
   if (outcomes.uncertain.length > 0) {
     await target.query(run.sql.markUncertain, [outcomes.uncertain.map((o) => o.key), outcomes.uncertain.map((o) => o.error), run.ownerToken]);

@@ -92,7 +92,9 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
       select ${runEventsJson(s, '$11::text[]')},
         array(select distinct p.stream_id from ${s}.parked_events p where p.run_id = $12) as blocked,
         -- Committed events of the run held back behind a transaction still open: read again soon.
-        exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= ${frontierSql(s)}) as held`,
+        -- Asked only when the read is short of its limit: a full batch is followed by another read.
+        case when (select count(*) from e) < $3
+          then exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= ${frontierSql(s)}) else false end as held`,
     /** Events of the run's range a reader cannot see yet: the run is not finished while any remain. */
     /**
      * Whether the range has events after the checkpoint ($6, $7): held back by an open

@@ -179,6 +179,9 @@ describe.skipIf(!postgres)('a replay shared by runners of one run id on real Pos
     for (const maxRate of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) {
       await expect(runReplay(recording(newCalls(), 'x'), { store, runId: 'paced', policy: {}, maxRate })).rejects.toMatchObject({ code: 'RASTRO_VALIDATION', field: 'maxRate' });
     }
+    for (const batchSize of [0, 1.5, 10_001]) {
+      await expect(runReplay(recording(newCalls(), 'x'), { store, runId: 'paced', policy: {}, batchSize })).rejects.toMatchObject({ code: 'RASTRO_VALIDATION', field: 'batchSize' });
+    }
     // Nothing was started by the refused calls.
     expect((await store.db.query(`select 1 from "${schema}".processor_runs`)).rows).toHaveLength(0);
     const started = performance.now();
