@@ -80,7 +80,7 @@ class ProbeWaiter extends Waiter<boolean> implements ProbeRequest {
 class EffectWaiter extends Waiter<EffectOutcome> implements EffectRequest {
   constructor(
     batch: Batch, task: Task, resolve: (value: EffectOutcome) => void, reject: (err: unknown) => void,
-    readonly key: string, readonly eventId: string, readonly effectType: string, readonly rule: EffectRule,
+    readonly key: string, readonly eventId: string, readonly eventPosition: number, readonly effectType: string, readonly rule: EffectRule,
     readonly call: (key: string) => Promise<unknown>,
   ) {
     super(batch, task, resolve, reject);
@@ -364,7 +364,7 @@ export class Batch {
     const eventId = task.event.id;
     const traced = this.traced ? (key: string) => effectInSpan(task.trace, effectType, key, eventId, () => call(key)) : call;
     return this.suspend(task, new Promise<EffectOutcome<Result>>((resolve, reject) => {
-      this.effects.push(new EffectWaiter(this, task, resolve as (value: EffectOutcome) => void, reject, effectKey(eventId, effectType), eventId, effectType, rule, traced));
+      this.effects.push(new EffectWaiter(this, task, resolve as (value: EffectOutcome) => void, reject, effectKey(eventId, effectType), eventId, task.event.position, effectType, rule, traced));
     }));
   }
 

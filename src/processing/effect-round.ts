@@ -11,6 +11,8 @@ export interface EffectRequest extends Suspended<EffectOutcome> {
   /** `<event id>:<effect type>`, from {@link effectKey}. */
   key: string;
   eventId: string;
+  /** The event's position: the ledger entry records it, so a batch finds its entries by range. */
+  eventPosition: number;
   effectType: string;
   rule: EffectRule;
   call: (idempotencyKey: string) => Promise<unknown>;
@@ -71,6 +73,7 @@ export async function runEffectRound(
     run.runId,
     run.ownerToken,
     run.leaseMs,
+    requests.map((request) => request.eventPosition),
   ], { prepare: true });
   const reserved = new Set(rows.map((row) => row.key));
   const calls: { request: EffectRequest; key: string }[] = [];

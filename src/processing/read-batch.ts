@@ -46,7 +46,8 @@ type RunEventJson = [
   streamId: string,
   streamVersion: number,
   id: string,
-  type: string,
+  /** The type's index in the handled types, or the type itself when it is not one of them. */
+  type: number | string,
   data: Record<string, unknown>,
   metadata: EventMetadata,
   occurredMs: number,
@@ -54,22 +55,43 @@ type RunEventJson = [
   partition: number,
 ];
 
-type LedgerJson = [eventId: string, effectType: string, state: string];
+/** [event id, the effect type's index in the applied types, state] */
+type LedgerJson = [eventId: string, effectType: number, state: string];
 
-/** Events and their ledger entries as a run reads them, each batch one JSON array. */
-function decode(row: { events: string; ledger: string | null }): { events: PartitionedEvent[]; ledger: KnownEffects } {
+interface RunEventsRow {
+  events: string;
+  n: number;
+  ledger: string | null;
+}
+
+/** Events and their ledger entries as a run reads them, each batch one JSON array (see the SQL's runEventsJson). */
+function decode(row: RunEventsRow, handled: readonly string[], applied: readonly string[]): { events: PartitionedEvent[]; ledger: KnownEffects } {
   const ledger = new Map<string, Record<string, string>>();
   if (row.ledger !== null) {
-    for (const [eventId, effectType, state] of JSON.parse(row.ledger) as LedgerJson[]) {
+    for (const [eventId, typeIndex, state] of JSON.parse(row.ledger) as LedgerJson[]) {
+      const effectType = applied[typeIndex]!;
       const entries = ledger.get(eventId);
       if (entries) entries[effectType] = state;
       else ledger.set(eventId, { [effectType]: state });
     }
   }
-  return { events: decodeEvents(row.events), ledger };
+  const events = decodeEvents(row.events, handled);
+  if (events.length !== row.n) throw new Error(`a batch of ${row.n} events decoded to ${events.length}`);
+  return { events: inLogOrder(events), ledger };
 }
 
-function decodeEvents(json: string): PartitionedEvent[] {
+/**
+ * The events in log order. The SQL aggregates them in the order of the CTE that read them, which
+ * PostgreSQL keeps without promising it: checked here, in one pass, rather than sorted there.
+ */
+function inLogOrder(events: PartitionedEvent[]): PartitionedEvent[] {
+  for (let i = 1; i < events.length; i++) {
+    if (!isAfter(events[i]!, events[i - 1]!)) return events.sort((a, b) => a.txOrder - b.txOrder || a.position - b.position);
+  }
+  return events;
+}
+
+function decodeEvents(json: string, handled: readonly string[]): PartitionedEvent[] {
   const rows = JSON.parse(json) as RunEventJson[];
   const events = new Array<PartitionedEvent>(rows.length);
   for (let i = 0; i < rows.length; i++) {
@@ -82,7 +104,7 @@ function decodeEvents(json: string): PartitionedEvent[] {
       streamVersion,
       position,
       txOrder,
-      type,
+      type: typeof type === 'number' ? handled[type]! : type,
       data,
       metadata,
       occurredAt: new Date(occurredMs),
@@ -102,19 +124,23 @@ export async function readRunBatch(
   partitions?: { count: number; owned: number[] },
 ): Promise<RunEvents> {
   const { db, sql } = run;
+  const handled = handledTypes(run.processor);
+  const applied = appliedTypes(run.policy);
   const values = [
-    after.txOrder, after.position, limit, handledTypes(run.processor), ...rangeValues(range),
-    partitions?.count ?? 1, partitions?.owned ?? null, appliedTypes(run.policy), run.runId,
+    after.txOrder, after.position, limit, handled, ...rangeValues(range),
+    partitions?.count ?? 1, partitions?.owned ?? null, applied, run.runId,
   ];
   // Not prepared, as the probe: the effect ledger it joins grows from empty during a first run.
-  const { rows } = await db.query<{ events: string; ledger: string | null; blocked: string[]; held: boolean }>(sql.readBatch, values);
-  return { ...decode(rows[0]!), blocked: new Set(rows[0]!.blocked), heldBack: rows[0]!.held };
+  const { rows } = await db.query<RunEventsRow & { blocked: string[]; held: boolean }>(sql.readBatch, values);
+  return { ...decode(rows[0]!, handled, applied), blocked: new Set(rows[0]!.blocked), heldBack: rows[0]!.held };
 }
 
 /** Events by id, in log order, as a run reads them, none blocked: for re-running parked events. */
 export async function readRunEvents(run: RunContext, ids: string[]): Promise<RunEvents> {
-  const { rows } = await run.db.query<{ events: string; ledger: string | null }>(run.sql.eventsByIds, [ids, appliedTypes(run.policy)]);
-  return { ...decode(rows[0]!), blocked: new Set() };
+  const handled = handledTypes(run.processor);
+  const applied = appliedTypes(run.policy);
+  const { rows } = await run.db.query<RunEventsRow>(run.sql.eventsByIds, [ids, applied, handled]);
+  return { ...decode(rows[0]!, handled, applied), blocked: new Set() };
 }
 
 /** Whether events of the range exist after `after`, committed or not yet visible below the frontier. */

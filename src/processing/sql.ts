@@ -37,21 +37,47 @@ function takeable(row: string, onFailure: string): string {
           and (${row}.reserved_at < now() - $7 * interval '1 millisecond' or ${runnerIsGone(`${row}.owner_token`)})`;
 }
 
+/** A timestamp as whole epoch milliseconds (a Date's precision), exactly: extract's numeric, not date_part's float. */
+const epochMillis = (column: string) => `floor(extract(epoch from ${column}) * 1000)`;
+
 /**
- * A batch of events as a run reads them (`e`, the rows of a CTE) in one statement: `events`, the
- * whole batch as one JSON array (one value to decode instead of a row per event), per event an
- * array of position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at
- * and recorded_at as epoch milliseconds and `partition`; `ledger`, the events' effect ledger
- * entries for the effect types in `types` as a JSON array of [event id, effect type, state],
- * read in the same snapshot. `= any(array(…))` keeps the lookup on the event_id index even when
+ * A batch of events as a run reads them (`e`, the rows of a CTE) in one statement, one row:
+ * - `events`, the whole batch as one JSON array (one value to decode instead of a row per event):
+ *   per event an array of position, tx_order, stream_id, stream_version, id, type (its index in
+ *   `handled`, or the type itself when it is not there), data, metadata, occurred_at and
+ *   recorded_at as epoch milliseconds, and `partition`. In the CTE's order, which the decoder
+ *   checks: an ORDER BY in the aggregate would sort the batch again.
+ * - `n`, the number of events, which the decoder checks too.
+ * - `ledger`, the events' effect ledger entries for the effect types in `types` as a JSON array of
+ *   [event id, index of the effect type in `types`, state], read in the same snapshot.
+ *
+ * The JSON is built as text with concat_ws: json_build_array looks up every argument's type on
+ * every call, and a chain of `||` copies the growing text at every step; either cost more than
+ * reading the rows. concat_ws skips NULLs, so every column in it is NOT NULL (or coalesced).
+ * Strings that may need escaping go through to_json; uuids, numbers, jsonb and ledger states (a
+ * fixed set of words) need none.
+ *
+ * Ledger entries are found by their event's position when the batch's positions are close
+ * together (the usual case: one range scan of `effects_by_event_position`, where looking up a
+ * thousand event ids costs a thousand index descents); the entries of other events in that range
+ * come along and are never asked for. When they are spread (a filtered or shared run reading a
+ * small share of the log), by event id: `= any(array(…))` keeps that lookup on its index even when
  * the planner would rather scan.
  */
-function runEventsJson(s: string, types: string): string {
-  return `(select coalesce(json_agg(json_build_array(e.position, e.tx_order, e.stream_id, e.stream_version, e.id, e.type, e.data, e.metadata,
-        floor(extract(epoch from e.occurred_at) * 1000), floor(extract(epoch from e.recorded_at) * 1000), e.partition)
-        order by e.tx_order, e.position), '[]')::text from e) as events,
-      (select json_agg(json_build_array(f.event_id, f.effect_type, f.state))::text from ${s}.effects f
-        where cardinality(${types}) > 0 and f.event_id = any(array(select e.id from e)) and f.effect_type = any(${types})) as ledger`;
+function runEventsJson(s: string, handled: string, types: string): string {
+  const ledgerRow = `'[' || string_agg(concat_ws(',', '["' || f.event_id || '"', array_position(${types}, f.effect_type) - 1, '"' || f.state || '"]'), ',') || ']'`;
+  return `b as materialized (
+        select coalesce('[' || string_agg(concat_ws(',', '[' || e.position, e.tx_order, to_json(e.stream_id), e.stream_version, '"' || e.id || '"',
+            coalesce((array_position(${handled}, e.type) - 1)::text, to_json(e.type)::text), e.data, e.metadata,
+            ${epochMillis('e.occurred_at')}, ${epochMillis('e.recorded_at')}, e.partition || ']'), ',') || ']', '[]') as events,
+          count(*)::int as n, min(e.position) as lo, max(e.position) as hi
+        from e)
+      select b.events, b.n,
+        case when cardinality(${types}) = 0 then null
+          when b.hi - b.lo < 4 * b.n then (select ${ledgerRow} from ${s}.effects f
+            where f.event_position between b.lo and b.hi and f.effect_type = any(${types}))
+          else (select ${ledgerRow} from ${s}.effects f
+            where f.event_id = any(array(select e.id from e)) and f.effect_type = any(${types})) end as ledger`;
 }
 
 /** A diff row the run would add: nothing before, stored as JSON null (or SQL NULL). */
@@ -88,14 +114,14 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
      */
     readBatch: `with e as materialized (
         select e.*, case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end as partition
-        ${nextEvents})
-      select ${runEventsJson(s, '$11::text[]')},
+        ${nextEvents}),
+      ${runEventsJson(s, '$4::text[]', '$11::text[]')},
         array(select distinct p.stream_id from ${s}.parked_events p where p.run_id = $12) as blocked,
         -- Committed events of the run held back behind a transaction still open: read again soon.
         -- Asked only when the read is short of its limit: a full batch is followed by another read.
-        case when (select count(*) from e) < $3
-          then exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= ${frontierSql(s)}) else false end as held`,
-    /** Events of the run's range a reader cannot see yet: the run is not finished while any remain. */
+        case when b.n < $3
+          then exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= ${frontierSql(s)}) else false end as held
+      from b`,
     /**
      * Whether the range has events after the checkpoint ($6, $7): held back by an open
      * transaction, or committed since the last read saw the frontier. A run ends only when there
@@ -111,8 +137,8 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
         and ($2::timestamptz is null or occurred_at >= $2) and ($3::timestamptz is null or occurred_at < $3)
         and ($4::bigint is null or position >= $4) and ($5::bigint is null or position <= $5)`,
     /** Events by id ($1), in log order, as a run reads them, with their ledger entries for effect types $2. */
-    eventsByIds: `with e as materialized (select e.*, 0 as partition from ${s}.events e where e.id = any($1::uuid[]))
-      select ${runEventsJson(s, '$2::text[]')}`,
+    eventsByIds: `with e as materialized (select e.*, 0 as partition from ${s}.events e where e.id = any($1::uuid[]) order by e.tx_order, e.position),
+      ${runEventsJson(s, '$3::text[]', '$2::text[]')} from b`,
 
     /** Registers a run or finds it again; $11 what it reads (relays), $12 its partition count (live runs and relays). */
     startRun: `insert into ${s}.processor_runs (run_id, processor, mode, simulate, policy, window_from, window_to, from_position, to_position, total_events, source, partitions)
@@ -187,9 +213,14 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
 
     /**
      * Current rows for the keys a batch writes ($1 a JSON array of [projection, key]), as one JSON
-     * array of [i, doc, version, observed_at as epoch microseconds], `i` 1-based into the keys.
+     * array of [i, doc, version, observed_at as epoch microseconds], `i` 1-based into the keys; text
+     * built as {@link runEventsJson} builds it. The keys come as JSON rather than as arrays: the
+     * planner counts a JSON array's elements as 100 and looks each one up in the primary key; given
+     * an array's true size (1,000) it may rather hash the whole projection, which measured ten
+     * times slower on a projection of 100,000 rows.
      */
-    probe: `select json_agg(json_build_array(k.i, p.doc, p.version, (extract(epoch from p.observed_at) * 1000000)::bigint))::text as rows
+    probe: `select '[' || string_agg(concat_ws(',', '[' || k.i, p.doc, coalesce(p.version::text, 'null'),
+          coalesce((extract(epoch from p.observed_at) * 1000000)::bigint::text, 'null') || ']'), ',') || ']' as rows
       from json_array_elements($1::json) with ordinality as k(pair, i)
       join ${s}.projections p on p.projection = k.pair->>0 and p.key = k.pair->>1`,
     /**
@@ -252,9 +283,9 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
      * Reserves effects; returns the keys this call reserved. An existing reservation is taken
      * over only under `release` and only when its lease ran out or its owner's lock is gone.
      */
-    reserve: `insert into ${s}.effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
-      select k.key, k.event_id, k.effect_type, 'reserved', $5, k.on_failure, $6
-        from unnest($1::text[], $2::uuid[], $3::text[], $4::text[]) as k(key, event_id, effect_type, on_failure)
+    reserve: `insert into ${s}.effects (key, event_id, effect_type, state, run_id, on_failure, owner_token, event_position)
+      select k.key, k.event_id, k.effect_type, 'reserved', $5, k.on_failure, $6, k.event_position
+        from unnest($1::text[], $2::uuid[], $3::text[], $4::text[], $8::bigint[]) as k(key, event_id, effect_type, on_failure, event_position)
        -- Only keys with no entry, or with one this run may take over. A conflict locks the existing
        -- row even when the update then declines: it would lock (and write) settled rows, and wait
        -- on, even deadlock with, the transaction of a live owner recording its outcomes.
@@ -262,7 +293,7 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
        -- One lock order for every runner: two reservations racing for the same new keys queue.
        order by k.key
       on conflict (key) do update
-        set run_id = excluded.run_id, owner_token = excluded.owner_token, on_failure = excluded.on_failure, reserved_at = now(), updated_at = now(), state_since = now()
+        set run_id = excluded.run_id, owner_token = excluded.owner_token, event_position = excluded.event_position, on_failure = excluded.on_failure, reserved_at = now(), updated_at = now(), state_since = now()
         where ${takeable(`${s}.effects`, 'excluded.on_failure')}
       returning key`,
     completeEffects: `update ${s}.effects e set state = 'done', result = k.result, updated_at = now(), state_since = now()
