@@ -70,14 +70,14 @@ function runEventsJson(s: string, handled: string, types: string): string {
         select coalesce('[' || string_agg(concat_ws(',', '[' || e.position, e.tx_order, to_json(e.stream_id), e.stream_version, '"' || e.id || '"',
             coalesce((array_position(${handled}, e.type) - 1)::text, to_json(e.type)::text), e.data, e.metadata,
             ${epochMillis('e.occurred_at')}, ${epochMillis('e.recorded_at')}, e.partition || ']'), ',') || ']', '[]') as events,
-          count(*)::int as n, min(e.position) as lo, max(e.position) as hi
+          count(*)::int as n, min(e.position) as lo, max(e.position) as hi, array_agg(e.id) as ids
         from e)
       select b.events, b.n,
         case when cardinality(${types}) = 0 then null
           when b.hi - b.lo < 4 * b.n then (select ${ledgerRow} from ${s}.effects f
             where f.event_position between b.lo and b.hi and f.effect_type = any(${types}))
           else (select ${ledgerRow} from ${s}.effects f
-            where f.event_id = any(array(select e.id from e)) and f.effect_type = any(${types})) end as ledger`;
+            where f.event_id = any(b.ids) and f.effect_type = any(${types})) end as ledger`;
 }
 
 /** A diff row the run would add: nothing before, stored as JSON null (or SQL NULL). */
@@ -112,7 +112,7 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
      * ({@link runEventsJson}), and the streams with parked events of run $12 (few: all of them
      * rather than a lookup per stream of the batch), in one statement and one snapshot.
      */
-    readBatch: `with e as materialized (
+    readBatch: `with e as (
         select e.*, case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end as partition
         ${nextEvents}),
       ${runEventsJson(s, '$4::text[]', '$11::text[]')},
@@ -137,7 +137,7 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
         and ($2::timestamptz is null or occurred_at >= $2) and ($3::timestamptz is null or occurred_at < $3)
         and ($4::bigint is null or position >= $4) and ($5::bigint is null or position <= $5)`,
     /** Events by id ($1), in log order, as a run reads them, with their ledger entries for effect types $2. */
-    eventsByIds: `with e as materialized (select e.*, 0 as partition from ${s}.events e where e.id = any($1::uuid[]) order by e.tx_order, e.position),
+    eventsByIds: `with e as (select e.*, 0 as partition from ${s}.events e where e.id = any($1::uuid[]) order by e.tx_order, e.position),
       ${runEventsJson(s, '$3::text[]', '$2::text[]')} from b`,
 
     /** Registers a run or finds it again; $11 what it reads (relays), $12 its partition count (live runs and relays). */
