@@ -28,7 +28,8 @@ interface Task {
   /** Requests of the handler not settled yet: while there are any, it waits on rastro. */
   requests: number;
   error?: string;
-  writes: StateWrite[];
+  /** Made at the first write: most handlers write one row, or none. */
+  writes: StateWrite[] | undefined;
   /** The next event of the same stream in this batch: it starts when this one is done. */
   next: Task | undefined;
   /** The handler's span context: its effects' spans are children of it. */
@@ -78,12 +79,48 @@ class ProbeWaiter extends Waiter<boolean> implements ProbeRequest {
 }
 
 class EffectWaiter extends Waiter<EffectOutcome> implements EffectRequest {
+  private idempotencyKey: string | undefined;
+
   constructor(
     batch: Batch, task: Task, resolve: (value: EffectOutcome) => void, reject: (err: unknown) => void,
-    readonly key: string, readonly eventId: string, readonly eventPosition: number, readonly effectType: string, readonly rule: EffectRule,
+    readonly eventId: string, readonly eventPosition: number, readonly effectType: string, readonly rule: EffectRule,
     readonly call: (key: string) => Promise<unknown>,
   ) {
     super(batch, task, resolve, reject);
+  }
+
+  /** Built when a reservation needs it: an effect the ledger already recorded never does. */
+  get key(): string {
+    return (this.idempotencyKey ??= effectKey(this.eventId, this.effectType));
+  }
+}
+
+/**
+ * What a handler is given: its run, and its requests bound to its event. The methods are bound
+ * per handler (a handler may destructure them); `tx`, which few handlers use, is made when asked for.
+ */
+class TaskContext implements HandlerContext {
+  readonly runId: string;
+  readonly mode: HandlerContext['mode'];
+  readonly simulate: boolean;
+  readonly effect: HandlerContext['effect'];
+  readonly upsert: HandlerContext['upsert'];
+  private statements: Queryable | undefined;
+
+  constructor(
+    private readonly batch: Batch,
+    private readonly task: Task,
+  ) {
+    const { runId, mode, simulate } = batch.run;
+    this.runId = runId;
+    this.mode = mode;
+    this.simulate = simulate;
+    this.effect = (effectType, call) => batch.effect(task, effectType, call);
+    this.upsert = (projection, key, doc, guard) => batch.upsert(task, projection, key, doc, guard);
+  }
+
+  get tx(): Queryable {
+    return (this.statements ??= { query: (text, values) => this.batch.query(this.task, text, values) });
   }
 }
 
@@ -135,7 +172,7 @@ export class Batch {
   private readonly traced = tracingActive();
 
   constructor(
-    private readonly run: RunContext,
+    readonly run: RunContext,
     events: RecordedEvent[],
     /** The events' effect ledger entries, read with them. */
     private readonly ledger: KnownEffects,
@@ -143,7 +180,7 @@ export class Batch {
     /** Parked events this batch handles again (a retry): unparked in its commit. */
     private readonly unpark: readonly string[] = [],
   ) {
-    this.tasks = events.map((event, index) => ({ event, index, state: 'pending', requests: 0, writes: [], next: undefined }));
+    this.tasks = events.map((event, index) => ({ event, index, state: 'pending', requests: 0, writes: undefined, next: undefined }));
     this.state = new StateBuffer(run);
   }
 
@@ -204,7 +241,9 @@ export class Batch {
 
   /** What the batch's transaction writes, once every handler has finished. Counts as it goes. */
   private plan(): CommitPlan {
-    const writeState = this.state.prepareCommit(this.tasks.filter((task) => task.state === 'done').flatMap((task) => task.writes), this.counters);
+    const writes: StateWrite[] = [];
+    for (const task of this.tasks) if (task.state === 'done' && task.writes) writes.push(...task.writes);
+    const writeState = this.state.prepareCommit(writes, this.counters);
     const parked = this.tasks.filter((task) => task.state === 'failed' || task.state === 'waiting');
     this.counters.add('parked', parked.length);
     this.counters.add('events', this.tasks.length);
@@ -336,23 +375,17 @@ export class Batch {
   }
 
   private contextFor(task: Task): HandlerContext {
-    const run = this.run;
-    return {
-      runId: run.runId,
-      mode: run.mode,
-      simulate: run.simulate,
-      effect: (effectType, call) => this.effect(task, effectType, call),
-      upsert: (projection, key, doc, guard) => this.upsert(task, projection, key, doc, guard),
-      tx: {
-        query: <Row>(text: string, values?: readonly unknown[]) =>
-          this.suspend(task, new Promise<QueryResult<Row>>((resolve, reject) => {
-            this.statements.push(new TxStatement(this, task, resolve as (value: QueryResult<never>) => void, reject, text, values));
-          })),
-      },
-    };
+    return new TaskContext(this, task);
   }
 
-  private effect<Result>(task: Task, effectType: string, call: (key: string) => Promise<Result>): Promise<EffectOutcome<Result>> {
+  /** A statement of `task` for the batch's transaction (ctx.tx.query). */
+  query<Row>(task: Task, text: string, values?: readonly unknown[]): Promise<QueryResult<Row>> {
+    return this.suspend(task, new Promise<QueryResult<Row>>((resolve, reject) => {
+      this.statements.push(new TxStatement(this, task, resolve as (value: QueryResult<never>) => void, reject, text, values));
+    }));
+  }
+
+  effect<Result>(task: Task, effectType: string, call: (key: string) => Promise<Result>): Promise<EffectOutcome<Result>> {
     if (typeof effectType !== 'string' || effectType.length === 0 || typeof call !== 'function') {
       return Promise.reject(new ValidationError('ctx.effect', 'takes an effect type and a function'));
     }
@@ -364,11 +397,11 @@ export class Batch {
     const eventId = task.event.id;
     const traced = this.traced ? (key: string) => effectInSpan(task.trace, effectType, key, eventId, () => call(key)) : call;
     return this.suspend(task, new Promise<EffectOutcome<Result>>((resolve, reject) => {
-      this.effects.push(new EffectWaiter(this, task, resolve as (value: EffectOutcome) => void, reject, effectKey(eventId, effectType), eventId, task.event.position, effectType, rule, traced));
+      this.effects.push(new EffectWaiter(this, task, resolve as (value: EffectOutcome) => void, reject, eventId, task.event.position, effectType, rule, traced));
     }));
   }
 
-  private upsert(task: Task, projection: string, key: string, doc: Record<string, unknown>, guard: UpsertGuard): Promise<boolean> {
+  upsert(task: Task, projection: string, key: string, doc: Record<string, unknown>, guard: UpsertGuard): Promise<boolean> {
     if (typeof projection !== 'string' || projection.length === 0) return Promise.reject(new ValidationError('projection', 'must be a non-empty string'));
     if (typeof key !== 'string' || key.length === 0) return Promise.reject(new ValidationError('key', 'must be a non-empty string'));
     if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return Promise.reject(new ValidationError('doc', 'must be an object'));
@@ -378,7 +411,8 @@ export class Batch {
     } catch (err) {
       return Promise.reject(err);
     }
-    task.writes.push(write);
+    if (task.writes) task.writes.push(write);
+    else task.writes = [write];
     return this.suspend(task, new Promise<boolean>((resolve, reject) => {
       this.probes.push(new ProbeWaiter(this, task, resolve, reject, write));
     }));

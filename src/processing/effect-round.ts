@@ -52,17 +52,22 @@ export async function runEffectRound(
 ): Promise<void> {
   // The ledger entries were read with the events: settled effects need no reservation.
   const requests: EffectRequest[] = [];
+  let recorded = 0;
+  let wouldApply = 0;
   for (const request of all) {
     const state = known.get(request.eventId)?.[request.effectType];
     if (run.simulate) {
-      counters.add(state === undefined ? 'would-apply' : 'already-recorded');
+      if (state === undefined) wouldApply++;
+      else recorded++;
       request.resolve(state === undefined ? WOULD_APPLY : ALREADY_RECORDED);
     } else if (state !== undefined && state !== 'reserved') {
       // Settled (done, failed), or left to reconciliation or review (uncertain, needs-review).
-      counters.add('already-recorded');
+      recorded++;
       request.resolve(ALREADY_RECORDED);
     } else requests.push(request);
   }
+  if (recorded > 0) counters.add('already-recorded', recorded);
+  if (wouldApply > 0) counters.add('would-apply', wouldApply);
   if (requests.length === 0) return;
   const keys = requests.map((request) => request.key);
   const { rows } = await run.db.query<{ key: string }>(run.sql.reserve, [
