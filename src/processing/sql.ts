@@ -203,11 +203,14 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
     partitionsLeft: `select c.partition from (
         select p as partition, coalesce(k.tx_order, 0) as tx_order, coalesce(k.position, 0) as position
           from unnest($6::int[]) p left join ${s}.processor_checkpoints k on k.run_id = $7 and k.partition = p) c
-      where exists (select 1 from ${s}.events e
+      -- Per partition, the first event after its checkpoint: an index scan that stops at once
+      -- where one is left, where a semi-join would hash the whole range at every check.
+      cross join lateral (select 1 from ${s}.events e
         where (e.tx_order, e.position) > (c.tx_order, c.position) and e.type = any($1::text[])
           and ($2::timestamptz is null or e.occurred_at >= $2) and ($3::timestamptz is null or e.occurred_at < $3)
           and ($4::bigint is null or e.position >= $4) and ($5::bigint is null or e.position <= $5)
-          and mod(hashtext(e.stream_id)::bigint + 2147483648, $8) = c.partition)
+          and mod(hashtext(e.stream_id)::bigint + 2147483648, $8) = c.partition
+        order by e.tx_order, e.position limit 1) x
       order by 1`,
     counters: `select name, value from ${s}.run_counters where run_id = $1 order by name`,
 
