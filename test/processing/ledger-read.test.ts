@@ -39,6 +39,17 @@ describe.each(backends())('a batch reads its ledger entries on $name', (backend)
     expect(await simulated(store)).toEqual({ events: 25, 'already-recorded': 25 });
   });
 
+  it('by position also for an entry inserted without one, as a runner of an earlier version writes it', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    await payOrders(store, makeOrders(25));
+    await db.query(
+      `insert into "${schema}".effects (key, event_id, effect_type, state, run_id, on_failure, owner_token, result)
+       select id || ':notify-seller', id, 'notify-seller', 'done', 'earlier', 'keep', 0, 'null' from "${schema}".events`,
+    );
+    expect(await simulated(store)).toEqual({ events: 25, 'already-recorded': 25 });
+  });
+
   it('by event id when its events are spread among many others', async () => {
     const { db, schema } = await freshSchema(backend);
     const store = createEventStore(db, { schema });
