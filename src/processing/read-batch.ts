@@ -30,6 +30,8 @@ export interface RunEvents {
   unpark?: string[];
   /** Committed events of the run wait behind a transaction still open (the no-skip frontier): read again soon. */
   heldBack?: boolean;
+  /** The no-skip frontier the read delivered events below (a tx_order): any event it did not see is at or above it. */
+  frontier?: number;
 }
 
 export function handledTypes(processor: Processor): string[] {
@@ -131,8 +133,8 @@ export async function readRunBatch(
     partitions?.count ?? 1, partitions?.owned ?? null, applied, run.runId,
   ];
   // Not prepared, as the probe: the effect ledger it joins grows from empty during a first run.
-  const { rows } = await db.query<RunEventsRow & { blocked: string[]; held: boolean }>(sql.readBatch, values);
-  return { ...decode(rows[0]!, handled, applied), blocked: new Set(rows[0]!.blocked), heldBack: rows[0]!.held };
+  const { rows } = await db.query<RunEventsRow & { blocked: string[]; held: boolean; frontier: number }>(sql.readBatch, values);
+  return { ...decode(rows[0]!, handled, applied), blocked: new Set(rows[0]!.blocked), heldBack: rows[0]!.held, frontier: rows[0]!.frontier };
 }
 
 /** Events by id, in log order, as a run reads them, none blocked: for re-running parked events. */

@@ -37,6 +37,8 @@ function takeable(row: string, onFailure: string): string {
           and (${row}.reserved_at < now() - $7 * interval '1 millisecond' or ${runnerIsGone(`${row}.owner_token`)})`;
 }
 
+const MAX_BIGINT = '9223372036854775807';
+
 /** A timestamp as whole epoch milliseconds (a Date's precision), exactly: extract's numeric, not date_part's float. */
 const epochMillis = (column: string) => `floor(extract(epoch from ${column}) * 1000)`;
 
@@ -120,7 +122,8 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
         -- Committed events of the run held back behind a transaction still open: read again soon.
         -- Asked only when the read is short of its limit: a full batch is followed by another read.
         case when b.n < $3
-          then exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= ${frontierSql(s)}) else false end as held
+          then exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= ${frontierSql(s)}) else false end as held,
+        ${frontierSql(s)} as frontier
       from b`,
     /**
      * Whether the range has events after the checkpoint ($6, $7): held back by an open
@@ -198,13 +201,21 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
     waitForPartitionCommits: `select count(pg_advisory_xact_lock(hashtext($1), p))::int as waited from unnest($2::int[]) p`,
     /**
      * Partitions among $6 (of $8) whose checkpoint in run $7 has events of the range after it:
-     * held back by an open transaction or not handled yet. The run ends when none is left.
+     * held back by an open transaction or not handled yet. The run ends when none is left. $9,
+     * per partition, a tx_order below which it is known to have none left (the frontier of a read
+     * that found none), or null.
      */
     partitionsLeft: `select c.partition from (
-        select p as partition, coalesce(k.tx_order, 0) as tx_order, coalesce(k.position, 0) as position
-          from unnest($6::int[]) p left join ${s}.processor_checkpoints k on k.run_id = $7 and k.partition = p) c
-      -- Per partition, the first event after its checkpoint: an index scan that stops at once
-      -- where one is left, where a semi-join would hash the whole range at every check.
+        select p.partition,
+          case when p.since is not null and (coalesce(k.tx_order, 0), coalesce(k.position, 0)) < (p.since - 1, ${MAX_BIGINT})
+            then p.since - 1 else coalesce(k.tx_order, 0) end as tx_order,
+          case when p.since is not null and (coalesce(k.tx_order, 0), coalesce(k.position, 0)) < (p.since - 1, ${MAX_BIGINT})
+            then ${MAX_BIGINT} else coalesce(k.position, 0) end as position
+          from unnest($6::int[], $9::bigint[]) as p(partition, since)
+          left join ${s}.processor_checkpoints k on k.run_id = $7 and k.partition = p.partition) c
+      -- Per partition, the first event after its checkpoint (or after what it is known to have
+      -- handled): an index scan that stops at once where one is left, where a semi-join would
+      -- hash the whole range at every check.
       cross join lateral (select 1 from ${s}.events e
         where (e.tx_order, e.position) > (c.tx_order, c.position) and e.type = any($1::text[])
           and ($2::timestamptz is null or e.occurred_at >= $2) and ($3::timestamptz is null or e.occurred_at < $3)

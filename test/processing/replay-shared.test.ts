@@ -141,6 +141,49 @@ describe.skipIf(!postgres)('a replay shared by runners of one run id on real Pos
     expectEveryStreamInOrderOnce(calls);
   });
 
+  it('handles an event of the range committed after a runner found its partitions done, before the run ends', async () => {
+    const { schema } = await freshSchema(postgres!);
+    const stores = [createEventStore(await pool(), { schema }), createEventStore(await pool(), { schema })];
+    await fill(stores[0]!);
+    const calls = newCalls();
+    const streamsOf = new Map<string, Set<string>>();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let held = 0;
+    const track = (runner: string) => (streamId: string) => {
+      const streams = streamsOf.get(runner) ?? new Set<string>();
+      streams.add(streamId);
+      streamsOf.set(runner, streams);
+    };
+    // The first runner is slow enough to still be going when it gives the second its share.
+    const first = runReplay(recording(calls, 'a', (streamId) => {
+      track('a')(streamId);
+      return new Promise<void>((resolve) => setTimeout(resolve, 100));
+    }), { store: stores[0]!, runId: 'late', policy: {}, batchSize: 4, partitions: 4 });
+    await eventually(() => (calls.byRunner.get('a') ?? 0) > 0, 'the first runner to start');
+    const second = runReplay(recording(calls, 'b', (streamId) => {
+      track('b')(streamId);
+      held++;
+      return gate;
+    }), { store: stores[1]!, runId: 'late', policy: {}, batchSize: 4, partitions: 4 });
+    await eventually(() => held > 0, 'the second runner to hold a partition');
+    // The first runner is done with its partitions and waits for the second's.
+    await eventually(async () => {
+      const handled = calls.byRunner.get('a') ?? 0;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      return handled > 0 && calls.byRunner.get('a') === handled;
+    }, 'the first runner to finish its partitions', 30_000);
+    // A stream of one of its partitions gets an event the whole-log range takes in.
+    const stream = [...streamsOf.get('a')!].find((id) => !streamsOf.get('b')?.has(id))!;
+    await stores[0]!.append(stream, [{ type: 'deposited', data: { amount: 1 } }], { expectedVersion: VERSIONS });
+    await eventually(() => calls.byStream.get(stream)?.length === VERSIONS + 1, 'the late event to be handled', 10_000);
+    open();
+    const [a, b] = await Promise.all([first, second]);
+    expect(a).toEqual(b);
+    expect(a.counters.events).toBe(STREAMS * VERSIONS + 1);
+    expect(calls.byStream.get(stream)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
   it('commits nothing of a batch whose partition was taken over while it ran; the new holder handles it once', async () => {
     const { schema } = await freshSchema(postgres!);
     const stores = [createEventStore(await pool(), { schema }), createEventStore(await pool(), { schema })];

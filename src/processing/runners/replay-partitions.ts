@@ -46,15 +46,20 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
   const all = Array.from({ length: count }, (_, partition) => partition);
   const types = handledTypes(run.processor);
   const rangeValues = [types, range.from?.toISOString() ?? null, range.to?.toISOString() ?? null, range.fromPosition, range.toPosition];
-  const partitionsLeft = async (partitions: number[]) =>
-    (await db.query<{ partition: number }>(sql.partitionsLeft, [...rangeValues, partitions, run.runId, count])).rows.map((row) => row.partition);
+  /** Partitions with events of the range left; `since(p)`, where known, the tx_order below which p has none left. */
+  const partitionsLeft = async (partitions: number[], since: (partition: number) => number | undefined) =>
+    (await db.query<{ partition: number }>(sql.partitionsLeft, [...rangeValues, partitions, run.runId, count, partitions.map((p) => since(p) ?? null)]))
+      .rows.map((row) => row.partition);
 
   let owned: number[] = [];
   let held: HeldPartitions | undefined;
   /** Checkpoints of the partitions this runner holds, as its batches moved them. */
   let checkpoints = new Map<number, LogCheckpoint>();
-  /** Held partitions with no event of the range left after their checkpoint. */
-  const finished = new Set<number>();
+  /**
+   * Held partitions with no event of the range left after their checkpoint, each with the frontier
+   * of the read that found none: an event it could not see yet is at or above it.
+   */
+  const finished = new Map<number, number>();
   let saving: Promise<void> = Promise.resolve();
   let next: Promise<RunEvents> | undefined;
   let parkedStreams = new Set<string>();
@@ -139,7 +144,11 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
     const work = owned.filter((partition) => !finished.has(partition));
     if (work.length === 0) {
       await settle();
-      if ((await partitionsLeft(all)).length === 0) return true;
+      const left = await partitionsLeft(all, (partition) => finished.get(partition));
+      if (left.length === 0) return true;
+      // An event of the range committed since one of this runner's partitions was found done
+      // (a late event, or live traffic during a replay of the whole log): read that one again.
+      for (const partition of left) finished.delete(partition);
       // Partitions other runners hold are still going, or one's runner died: take over what is free.
       await sleep(IDLE_MS);
       await rebalance();
@@ -155,8 +164,9 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
       // Done with a partition only when no event of its range is left after its saved checkpoint;
       // events held back by an open transaction are read again shortly.
       await settle();
-      const left = new Set(await partitionsLeft(work));
-      for (const partition of work) if (!left.has(partition)) finished.add(partition);
+      // The read saw none below its frontier: any left is at or above it, committed since or held back.
+      const left = new Set(await partitionsLeft(work, () => input.frontier));
+      for (const partition of work) if (!left.has(partition)) finished.set(partition, input.frontier ?? 0);
       if (left.size > 0) await sleep(IDLE_MS);
       return false;
     }
