@@ -86,7 +86,7 @@ function decode(row: RunEventsRow, handled: readonly string[], applied: readonly
  * The events in log order. The SQL aggregates them in the order of the CTE that read them, which
  * PostgreSQL keeps without promising it: checked here, in one pass, rather than sorted there.
  */
-function inLogOrder(events: PartitionedEvent[]): PartitionedEvent[] {
+export function inLogOrder<Event extends LogCheckpoint>(events: Event[]): Event[] {
   for (let i = 1; i < events.length; i++) {
     if (!isAfter(events[i]!, events[i - 1]!)) return events.sort((a, b) => a.txOrder - b.txOrder || a.position - b.position);
   }

@@ -37,8 +37,6 @@ function takeable(row: string, onFailure: string): string {
           and (${row}.reserved_at < now() - $7 * interval '1 millisecond' or ${runnerIsGone(`${row}.owner_token`)})`;
 }
 
-const MAX_BIGINT = '9223372036854775807';
-
 /** A timestamp as whole epoch milliseconds (a Date's precision), exactly: extract's numeric, not date_part's float. */
 const epochMillis = (column: string) => `floor(extract(epoch from ${column}) * 1000)`;
 
@@ -105,16 +103,19 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
         and ($8::bigint is null or e.position <= $8)
         and ($10::int[] is null or mod(hashtext(e.stream_id)::bigint + 2147483648, $9) = any($10::int[]))`;
   const nextEvents = `from ${s}.events e
-      where ${runEventsWhere} and e.tx_order < ${frontierSql(s)}
+      where ${runEventsWhere} and e.tx_order < (select frontier from fr)
       order by e.tx_order, e.position
       limit $3`;
   return {
     /**
      * A run's next events ({@link nextEvents}) with their ledger entries for effect types $11
      * ({@link runEventsJson}), and the streams with parked events of run $12 (few: all of them
-     * rather than a lookup per stream of the batch), in one statement and one snapshot.
+     * rather than a lookup per stream of the batch), in one statement and one snapshot. The
+     * frontier is taken once (`fr`): the read returns the one it read below, and whether events
+     * of the range wait at or above it (`held`).
      */
-    readBatch: `with e as (
+    readBatch: `with fr as materialized (select ${frontierSql(s)} as frontier),
+      e as (
         select e.*, case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end as partition
         ${nextEvents}),
       ${runEventsJson(s, '$4::text[]', '$11::text[]')},
@@ -122,8 +123,8 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
         -- Committed events of the run held back behind a transaction still open: read again soon.
         -- Asked only when the read is short of its limit: a full batch is followed by another read.
         case when b.n < $3
-          then exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= ${frontierSql(s)}) else false end as held,
-        ${frontierSql(s)} as frontier
+          then exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= (select frontier from fr)) else false end as held,
+        (select frontier from fr) as frontier
       from b`,
     /**
      * Whether the range has events after the checkpoint ($6, $7): held back by an open
@@ -206,11 +207,10 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
      * that found none), or null.
      */
     partitionsLeft: `select c.partition from (
-        select p.partition,
-          case when p.since is not null and (coalesce(k.tx_order, 0), coalesce(k.position, 0)) < (p.since - 1, ${MAX_BIGINT})
-            then p.since - 1 else coalesce(k.tx_order, 0) end as tx_order,
-          case when p.since is not null and (coalesce(k.tx_order, 0), coalesce(k.position, 0)) < (p.since - 1, ${MAX_BIGINT})
-            then ${MAX_BIGINT} else coalesce(k.position, 0) end as position
+        -- Where p.since is past the checkpoint, start just before it: (since - 1, the largest
+        -- position). A separate tx_order >= since would not move the index scan's start.
+        select p.partition, greatest(coalesce(k.tx_order, 0), p.since - 1) as tx_order,
+          case when coalesce(k.tx_order, 0) < p.since then 9223372036854775807 else coalesce(k.position, 0) end as position
           from unnest($6::int[], $9::bigint[]) as p(partition, since)
           left join ${s}.processor_checkpoints k on k.run_id = $7 and k.partition = p.partition) c
       -- Per partition, the first event after its checkpoint (or after what it is known to have

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { MIGRATIONS_DIR, migrate } from '../../src/db/migrate.js';
 import { defineProcessor } from '../../src/processing/processor.js';
+import { inLogOrder } from '../../src/processing/read-batch.js';
 import { runReplay } from '../../src/processing/replay-runner.js';
 import { createEventStore, type EventStore } from '../../src/store/event-store.js';
 import { backends, freshSchema, schemaName } from '../support/databases.js';
@@ -25,6 +26,15 @@ const notifier = defineProcessor({
 async function simulated(store: EventStore): Promise<Record<string, number>> {
   return (await runReplay(notifier, { store, policy: apply, simulate: true, batchSize: 10 })).counters;
 }
+
+describe('a decoded batch', () => {
+  it('is put in log order when the aggregate returned it out of order, and left as it is otherwise', () => {
+    const ordered = [{ txOrder: 7, position: 3 }, { txOrder: 7, position: 9 }, { txOrder: 8, position: 1 }, { txOrder: 12, position: 2 }];
+    const read = [...ordered];
+    expect(inLogOrder(read)).toBe(read);
+    expect(inLogOrder([ordered[2]!, ordered[0]!, ordered[3]!, ordered[1]!])).toEqual(ordered);
+  });
+});
 
 describe.each(backends())('a batch reads its ledger entries on $name', (backend) => {
   it('by position when its events are close together', async () => {
