@@ -108,6 +108,34 @@ describe.each(backends())('the recency guard on $name', (backend) => {
     expect(rows[0]).toMatchObject({ doc: { status: 'later' }, observed_at: new Date('2026-10-14T10:00:05.700Z') });
   });
 
+  it('finds each stored row of a batch by projection and key, whatever characters the key holds', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const keys = ['plain', 'quote"d', 'back\\slash', 'new\nline', 'ünïcödé', 'emoji 🎉', '[1,"x"]'];
+    // Two projections share every key: a row found under the wrong projection would answer for the other.
+    const rows = keys.flatMap((key, i) => [
+      `('a', '${key.replace(/'/g, "''")}', '{"v":${i}}', 5)`,
+      ...(i % 2 === 0 ? [`('b', '${key.replace(/'/g, "''")}', '{"v":${i}}', 1)`] : []),
+    ]);
+    await db.query(`insert into "${schema}".projections (projection, key, doc, version) values ${rows.join(', ')}`);
+    await store.append('s', keys.map((key) => ({ type: 'x', data: { key } })));
+    const answers: string[] = [];
+    const processor = defineProcessor({
+      name: 'probed',
+      handlers: {
+        x: async (event, ctx) => {
+          const { key } = event.data as { key: string };
+          const [a, b] = await Promise.all([ctx.upsert('a', key, { v: 'new' }, { version: 3 }), ctx.upsert('b', key, { v: 'new' }, { version: 3 })]);
+          answers.push(`${key}:${a}:${b}`);
+        },
+      },
+    });
+    const summary = await runReplay(processor, { store, runId: 'probe', policy: {} });
+    // Projection a holds version 5 for every key: stale. Projection b holds version 1 (or nothing): applies.
+    expect(answers).toEqual(keys.map((key) => `${key}:false:true`));
+    expect(summary.counters).toMatchObject({ written: keys.length, 'ignored-newer-version': keys.length });
+  });
+
   it('rejects an invalid guard as a handler error and parks the event', async () => {
     const { db, schema } = await freshSchema(backend);
     const store = createEventStore(db, { schema });
