@@ -99,6 +99,46 @@ describe.each(backends())('reconciliation of processor effects on $name', (backe
     expect(await stateOf(store, old)).toBeUndefined();
   });
 
+
+  it('asks an unknown again just past the business deadline, however long its backoff, and sends it to review then', async () => {
+    const store = await files.storeOn(backend);
+    // Reserved 1 s ago, due for review at 3 s; its backoff would wait 10 minutes.
+    const key = await entry(store, 'uncertain', { ageMs: 1_000 });
+    const { type, asked } = probe({}, { reviewAfterMs: 3_000, backoff: { initialMs: 600_000, maxMs: 600_000 } });
+    expect(await reconcileEffects(store, { types: { probe: type } })).toMatchObject({ asked: 1, unknown: 1 });
+    const { rows } = await store.db.query<{ wait: number }>(
+      `select extract(epoch from check_after - reserved_at) * 1000 as wait from "${store.schema}".effects where key = $1`,
+      [key],
+    );
+    expect(Number(rows[0]!.wait)).toBeGreaterThan(3_000);
+    expect(Number(rows[0]!.wait)).toBeLessThan(3_100);
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    expect(await reconcileEffects(store, { types: { probe: type } })).toMatchObject({ asked: 1, review: 1 });
+    expect(asked).toEqual([key, key]);
+    expect(await stateOf(store, key)).toBe('needs-review');
+  });
+
+  it('asks again after a failed redo no sooner than the settle time, even past the business deadline', async () => {
+    const store = await files.storeOn(backend);
+    const key = await entry(store, 'uncertain', { ageMs: 10_000 });
+    let redone = 0;
+    const type: EffectType = {
+      settleMs: 5_000,
+      reviewAfterMs: 1_000,
+      backoff: { initialMs: 1, maxMs: 1 },
+      whenNotHappened: 'redo',
+      reconcile: async () => ({ status: 'did-not-happen' }),
+      redo: async () => {
+        redone++;
+        throw new Error('timed out');
+      },
+    };
+    expect(await reconcileEffects(store, { types: { probe: type } })).toMatchObject({ asked: 1, unknown: 1 });
+    expect(redone).toBe(1);
+    const { rows } = await store.db.query<{ wait: number }>(`select extract(epoch from check_after - now()) * 1000 as wait from "${store.schema}".effects where key = $1`, [key]);
+    expect(Number(rows[0]!.wait)).toBeGreaterThan(4_500);
+  });
+
   it('a reconciler that dies frees its claims at once; a live one keeps them', async () => {
     const store = await files.storeOn(backend);
     const key = await entry(store, 'uncertain');

@@ -38,8 +38,13 @@ export function reconcileSql(s: string) {
       returning key, event_id, effect_type, state, result, error`,
     /** "Did not happen", under `release`: the next run that reaches the event performs it. */
     release: `delete from ${s}.effects where key = $1 and checked_by = $2 and state in ('reserved', 'uncertain') returning key`,
-    /** "Unknown": asked again after $4 ms. */
-    later: `update ${s}.effects set state = 'uncertain', error = $3, checks = checks + 1, check_after = now() + $4 * interval '1 millisecond', checked_by = null, updated_at = now(),
+    /**
+     * "Unknown": asked again after $4 ms (the backoff), but no later than just past the business
+     * deadline ($5 ms from the reservation), where the deadline rule decides, and never before $6 ms.
+     */
+    later: `update ${s}.effects set state = 'uncertain', error = $3, checks = checks + 1, checked_by = null, updated_at = now(),
+             check_after = greatest(now() + $6 * interval '1 millisecond',
+               least(now() + $4 * interval '1 millisecond', reserved_at + ($5::float8 + 1) * interval '1 millisecond')),
              state_since = case when state = 'uncertain' then state_since else now() end
       where key = $1 and checked_by = $2 and state in ('reserved', 'uncertain') returning key`,
     /**

@@ -106,8 +106,9 @@ async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise
  * - `happened` → `done`, with the provider's result;
  * - `did-not-happen` → released (the next run performs it), `failed`, or performed again with
  *   the same key, as the type says;
- * - `unknown` → asked again after an exponential backoff; past the type's business deadline it
- *   is voided, where the provider allows it, or goes to review (`needs-review`).
+ * - `unknown` → asked again after an exponential backoff, which never waits past the type's
+ *   business deadline; past it the effect is voided, where the provider allows it, or goes to
+ *   review (`needs-review`).
  *
  * Nothing is settled without the provider's answer.
  */
@@ -184,7 +185,7 @@ export class Reconciler {
     }
     const reason = answer.reason ?? 'the provider could not say whether it happened';
     if (row.past_deadline) return this.deadline(token, type, effect, reason, report);
-    const { rowCount } = await this.db.query(this.sql.later, [row.key, token, reason, backoffMs(type.backoff, effect.checks)]);
+    const { rowCount } = await this.db.query(this.sql.later, [row.key, token, reason, backoffMs(type.backoff, effect.checks), type.reviewAfterMs, 0]);
     this.count(report, 'unknown', rowCount === 1);
   }
 
@@ -199,8 +200,8 @@ export class Reconciler {
       if (err instanceof EffectDeclinedError) {
         return this.count(report, 'failed', await this.settle(token, type, effect.key, 'failed', null, message(err)));
       }
-      // Ambiguous again: asked after the settle time (the redo's check_after) and the backoff.
-      const { rowCount: later } = await this.db.query(this.sql.later, [effect.key, token, `performing it again failed: ${message(err)}`, Math.max(type.settleMs, backoffMs(type.backoff, effect.checks))]);
+      // Ambiguous again: asked after the backoff, not before the settle time (its call may still be on its way).
+      const { rowCount: later } = await this.db.query(this.sql.later, [effect.key, token, `performing it again failed: ${message(err)}`, backoffMs(type.backoff, effect.checks), type.reviewAfterMs, type.settleMs]);
       return this.count(report, 'unknown', later === 1);
     }
     this.count(report, 'redone', await this.settle(token, type, effect.key, 'done', result ?? null, null));
