@@ -42,8 +42,7 @@ What a replay of recorded effects does per 1,000 events, on each side of the wir
   in the order read, their ledger entries for the policy's applied effect types found by one range
   scan over the batch's positions, and the run's parked streams, in one snapshot; the events are
   scanned once), read while the previous batch runs, and decoded by one \`JSON.parse\`;
-- **one probe** of the projection rows the handlers write (one \`key = any(…)\` per projection), answered
-  as one JSON value;
+- **one probe** of the projection rows the handlers write, answered as one JSON value;
 - **one statement** saving counters and checkpoints, while the next batch runs; unchanged rows and
   settled effects are not written.
 
@@ -63,12 +62,14 @@ events:
   probe's answer.
 - **The wait**: the handlers wait on the probe, and nothing else runs for the batch meanwhile. Of
   the 12 to 17 ms a batch takes, the probe's answer takes 5 to 10: its statement runs beside the
-  next batch's read, and its answer arrives while Node decodes that read. The probe joined the keys
-  one by one until 2026-12-02 (4.6 ms of PostgreSQL CPU per 1,000 keys, measured alone in a slower hour than the figures
-  above, 100 probes
-  of a 100,000-row projection); one \`key = any(…)\` per projection walks the primary key once in
-  key order (2.9 ms). Within a replay, the probe statements' wall time over one run of 100 batches
-  (3 runs each, alternating): 846 to 1,026 ms before, 753 to 792 ms after.
+  next batch's read, and its answer arrives while Node decodes that read. The probe joins the keys
+  one by one (4.6 ms of PostgreSQL CPU per 1,000 keys, measured alone in a slower hour than the figures
+  above, 100 probes of a 100,000-row projection). One \`key = any(…)\` per projection walks the
+  primary key once in key order: 2.9 ms there, and 8% less probe wait within a replay. It was
+  taken back: on a projection of a few thousand rows the planner puts the array in a join filter
+  or a sequential scan, 20 to 500 ms a probe, where the join takes 2 to 4 ms on every size. With it,
+  (b), whose projection grows from empty, measured 12,300 events/s, against 15,200 an hour before
+  and 15,900 with the join again.
 
 Measured back to back with the code before these changes (8ca76ee), alternating, 5 runs each
 time, on 2026-12-02 while the machine ran slower than on a quiet day (the raw scan 206,000 to

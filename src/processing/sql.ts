@@ -226,21 +226,20 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
     counters: `select name, value from ${s}.run_counters where run_id = $1 order by name`,
 
     /**
-     * Current rows for the keys a batch writes ($1 a JSON array of [projection, [key, …]]), as one
-     * JSON array of [i, key, doc, version, observed_at as epoch microseconds], `i` 1-based into the
-     * projections; text built as {@link runEventsJson} builds it. Each projection's keys are one
-     * `key = any(…)` of its primary key: one sorted pass over the index, about 40% less work than
-     * joining the keys one by one. The keys come as JSON rather than as arrays: the planner counts
-     * a JSON array's elements as 100 and looks them up in the primary key; given an array's true
-     * size (1,000) it may rather scan the whole projection, which measured ten times slower on a
-     * projection of 100,000 rows.
+     * Current rows for the keys a batch writes ($1 a JSON array of [projection, key]), as one JSON
+     * array of [i, doc, version, observed_at as epoch microseconds], `i` 1-based into the keys; text
+     * built as {@link runEventsJson} builds it. The keys come as JSON rather than as arrays: the
+     * planner counts a JSON array's elements as 100 and looks each one up in the primary key; given
+     * an array's true size (1,000) it may rather hash the whole projection, which measured ten
+     * times slower on a projection of 100,000 rows. One `key = any(…)` per projection instead
+     * measured 40% less work on a projection of 100,000 rows, but on one of a few thousand the
+     * planner puts the array in a join filter or a sequential scan: 20 to 500 ms a probe, where
+     * this join takes 2 to 4 ms on every size.
      */
-    probe: `select '[' || string_agg(concat_ws(',', '[' || g.i, to_json(p.key)::text, p.doc, coalesce(p.version::text, 'null'),
+    probe: `select '[' || string_agg(concat_ws(',', '[' || k.i, p.doc, coalesce(p.version::text, 'null'),
           coalesce((extract(epoch from p.observed_at) * 1000000)::bigint::text, 'null') || ']'), ',') || ']' as rows
-      from json_array_elements($1::json) with ordinality as g(keys, i)
-      cross join lateral (
-        select p.key, p.doc, p.version, p.observed_at from ${s}.projections p
-         where p.projection = g.keys->>0 and p.key = any(array(select json_array_elements_text(g.keys->1)))) p`,
+      from json_array_elements($1::json) with ordinality as k(pair, i)
+      join ${s}.projections p on p.projection = k.pair->>0 and p.key = k.pair->>1`,
     /**
      * Guarded upsert of many rows; returns the rows that applied. A row with a version is
      * version-guarded; one without is recency-guarded: it applies when either observation is null

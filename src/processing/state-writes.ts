@@ -21,8 +21,8 @@ export interface ProbeRequest extends Suspended<boolean> {
   write: StateWrite;
 }
 
-/** A stored row as the probe answers it: [projection's index, key, doc, version, observed_at in epoch microseconds]. */
-type ProbedRow = [number, string, unknown, number | null, number | null];
+/** A stored row as the probe answers it: [i, doc, version, observed_at in epoch microseconds]. */
+type ProbedRow = [number, unknown, number | null, number | null];
 
 interface StoredRow extends GuardValues {
   doc: unknown;
@@ -74,23 +74,19 @@ export class StateBuffer {
 
   /** Loads the stored rows the requests touch (one query) and settles each request in batch order. */
   async probe(target: Queryable, requests: ProbeRequest[]): Promise<void> {
-    /** The keys not read yet, by projection. */
-    const missing = new Map<string, string[]>();
+    const missing: StateWrite[] = [];
     for (const { write } of requests) {
       if (this.stored.has(write.id)) continue;
       this.stored.set(write.id, null);
-      const keys = missing.get(write.projection);
-      if (keys) keys.push(write.key);
-      else missing.set(write.projection, [write.key]);
+      missing.push(write);
     }
-    if (missing.size > 0) {
+    if (missing.length > 0) {
       // Not prepared: a plan cached while the table was small (a new projection) would scan it
       // whole for every batch once it has grown; planned each time, it looks the keys up.
-      const projections = [...missing.keys()];
-      const { rows } = await target.query<{ rows: string | null }>(this.run.sql.probe, [JSON.stringify([...missing])]);
+      const { rows } = await target.query<{ rows: string | null }>(this.run.sql.probe, [JSON.stringify(missing.map((write) => [write.projection, write.key]))]);
       if (rows[0]?.rows) {
-        for (const [i, key, doc, version, observedUs] of JSON.parse(rows[0].rows) as ProbedRow[]) {
-          this.stored.set(rowKey(projections[i - 1]!, key), { doc, version, observedAt: observedUs === null ? null : new Date(Math.floor(observedUs / 1000)) });
+        for (const [i, doc, version, observedUs] of JSON.parse(rows[0].rows) as ProbedRow[]) {
+          this.stored.set(missing[i - 1]!.id, { doc, version, observedAt: observedUs === null ? null : new Date(Math.floor(observedUs / 1000)) });
         }
       }
     }
