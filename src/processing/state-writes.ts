@@ -115,12 +115,17 @@ export class StateBuffer {
     if (this.run.simulate) return this.diffs.size > 0 ? (tx) => this.commitDiffs(tx) : undefined;
     if (writes.length === 0) return undefined;
     // The winning write per key, with the guard it leaves: a recency write without a time keeps
-    // the time of the write it replaced in the batch (the SQL keeps the stored one).
+    // the time of the write it replaced in the batch (the SQL keeps the stored one). `applied`
+    // counts each key's writes the handler was told applied: each one counts as written when its
+    // key's winner is stored, so the counters do not depend on where the batches fall (the same
+    // events one per batch write each of those writes in turn).
     const winners = new Map<string, StateWrite>();
+    const applied = new Map<string, number>();
     for (const write of writes.sort((a, b) => a.order - b.order)) {
       // A write the handler was told did not apply stays out: after a write without a time it
       // would win here (null applies), then lose in SQL to the stored row, and take that write with it.
       if (write.applies === false) continue;
+      applied.set(write.id, (applied.get(write.id) ?? 0) + 1);
       const current = winners.get(write.id);
       if (!current) winners.set(write.id, write);
       else if (guardAllows(current.guard, write.guard)) winners.set(write.id, { ...write, guard: guardAfter(current.guard, write.guard) });
@@ -133,12 +138,15 @@ export class StateBuffer {
       const stored = this.stored.get(write.id);
       const guard = stored ? guardAfter(stored, write.guard) : write.guard;
       const same = !!stored && stored.version === guard.version && stored.observedAt?.getTime() === guard.observedAt?.getTime() && sameJson(stored.doc, write.doc);
-      if (same) unchanged++;
+      if (same) unchanged += applied.get(write.id)!;
       else chosen.push(write);
     }
+    const count = (written: number) => {
+      counters.add('written', written);
+      counters.add('ignored-newer-version', writes.length - written);
+    };
     if (chosen.length === 0) {
-      counters.add('written', unchanged);
-      counters.add('ignored-newer-version', writes.length - unchanged);
+      count(unchanged);
       return undefined;
     }
     return async (tx) => {
@@ -150,8 +158,9 @@ export class StateBuffer {
         chosen.map((write) => write.guard.observedAt?.toISOString() ?? null),
         chosen.map((write) => write.eventId),
       ], { prepare: true });
-      counters.add('written', rows.length + unchanged);
-      counters.add('ignored-newer-version', writes.length - rows.length - unchanged);
+      let written = unchanged;
+      for (const row of rows) written += applied.get(rowKey(row.projection, row.key)) ?? 0;
+      count(written);
     };
   }
 

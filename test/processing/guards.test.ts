@@ -32,7 +32,8 @@ describe.each(backends())('the recency guard on $name', (backend) => {
     expect(answers).toEqual([true, false, true]);
     const { rows } = await db.query<{ doc: { status: string } }>(`select doc from "${schema}".projections where key = 'ch_1'`);
     expect(rows[0]!.doc.status).toBe('refunded');
-    expect(summary.counters).toMatchObject({ written: 1, 'ignored-newer-version': 2 });
+    // Each write counts as the handler was told: two applied (the batch stores only the last), one was refused.
+    expect(summary.counters).toMatchObject({ written: 2, 'ignored-newer-version': 1 });
 
     // A stale snapshot in a later batch is refused by the SQL guard as well.
     await store.append('charge-ch_1', [snapshot('cancelled', '2026-10-14T09:00:00.000Z')]);
@@ -134,6 +135,24 @@ describe.each(backends())('the recency guard on $name', (backend) => {
     // Projection a holds version 5 for every key: stale. Projection b holds version 1 (or nothing): applies.
     expect(answers).toEqual(keys.map((key) => `${key}:false:true`));
     expect(summary.counters).toMatchObject({ written: keys.length, 'ignored-newer-version': keys.length });
+  });
+
+  it('counts every write the same whatever batch it falls in', async () => {
+    const counted = async (batchSize: number) => {
+      const { db, schema } = await freshSchema(backend);
+      const store = createEventStore(db, { schema });
+      // Stream by stream, so one batch of 12 holds four writes to each row; row c is stored newer than all of them.
+      for (const stream of ['a', 'b', 'c']) await store.append(stream, [1, 2, 3, 4].map((n) => ({ type: 'x', data: { n } })));
+      await db.query(`insert into "${schema}".projections (projection, key, doc, version) values ('tally', 'c', '{}', 100)`);
+      const processor = defineProcessor({
+        name: 'tally',
+        handlers: { x: async (event, ctx) => void (await ctx.upsert('tally', event.streamId, { n: event.data.n }, { version: event.streamVersion })) },
+      });
+      return (await runReplay(processor, { store, runId: 'r', policy: {}, batchSize })).counters;
+    };
+    const expected = { events: 12, written: 8, 'ignored-newer-version': 4 };
+    expect(await counted(1)).toMatchObject(expected);
+    expect(await counted(12)).toMatchObject(expected);
   });
 
   it('rejects an invalid guard as a handler error and parks the event', async () => {
