@@ -3,6 +3,7 @@ import type { Queryable, QueryResult } from '../db/database.js';
 import { isDatabaseUnavailable } from '../db/database-error.js';
 import { ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
+import { releaseChannel } from '../store/subscribe.js';
 import { runEffectRound, recordEffectOutcomes, type EffectOutcomes, type EffectRequest, type KnownEffects } from './effect-round.js';
 import { toGuardValues } from './guards.js';
 import type { EffectRule } from './policy.js';
@@ -201,6 +202,8 @@ export class Batch {
       await recordEffectOutcomes(this.run, tx, this.outcomes);
       await this.park(tx, plan.parked);
       await saveProgress(this.run, tx, this.counters, checkpointing, last);
+      // Delivered as it commits: a live runner waiting on events this transaction held back reads them then.
+      await tx.query('select pg_notify($1, $2)', [releaseChannel(this.run.schema), ''], { prepare: true });
     };
     try {
       if (this.statements.length > 0) {

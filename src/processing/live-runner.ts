@@ -1,7 +1,7 @@
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
-import { eventsChannel } from '../store/subscribe.js';
+import { eventsChannel, releaseChannel } from '../store/subscribe.js';
 import { sweepAbandonedReservations } from './effect-admin.js';
 import { validatePolicy, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
@@ -125,6 +125,7 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
   const loop = await startLeasedLoop(runner, leases, {
     db,
     channels: [eventsChannel(store.schema)],
+    releaseChannels: [releaseChannel(store.schema)],
     pollIntervalMs,
     backoffMs: pollIntervalMs,
     maxBackoffMs: 30_000,

@@ -36,6 +36,14 @@ export function eventsChannel(schema: string): string {
 }
 
 /**
+ * The channel a batch's write transaction notifies on as it commits, one per schema: events
+ * committed while it was open, held back behind it (the no-skip frontier), may be read now.
+ */
+export function releaseChannel(schema: string): string {
+  return `rastro_release_${schema}`;
+}
+
+/**
  * Tails the log from a checkpoint: LISTEN/NOTIFY wakes it within milliseconds of a commit, and
  * a poll every `pollIntervalMs` covers lost notifications and transactions that end without
  * appending (they may release events held back behind them).

@@ -199,6 +199,52 @@ describe.skipIf(!postgres)('live runners sharing work on real PostgreSQL', () =>
     }
   });
 
+  it('reads events a replay batch held back as that batch commits, not at the next retry', async () => {
+    const store = await storeOn(postgres!);
+    const handled: number[] = [];
+    const live = defineProcessor({ name: 'beside', handlers: { 'order.placed': async () => void handled.push(Date.now()) } });
+    let inside: () => void = () => undefined;
+    let gate: Promise<void> = Promise.resolve();
+    const slow = defineProcessor({
+      name: 'slow-replay',
+      handlers: {
+        // The batch's transaction takes its id here and stays open until the test lets it go.
+        'order.paid': async (_event, ctx) => {
+          await ctx.tx.query('select pg_current_xact_id()');
+          inside();
+          await gate;
+        },
+      },
+    });
+    const runner = await runLive(live, { store, policy: {}, pollIntervalMs: 10_000 });
+    const delays: number[] = [];
+    try {
+      await until(() => runner.partitions.length > 0, 'the runner holding its partitions');
+      for (let trial = 0; trial < 3; trial++) {
+        const { positions } = await store.append(`paid-${trial}`, [{ type: 'order.paid', data: {} }]);
+        let open!: () => void;
+        gate = new Promise((resolve) => (open = resolve));
+        const entered = new Promise<void>((resolve) => (inside = resolve));
+        const replay = runReplay(slow, { store, runId: `slow-${trial}`, policy: {}, fromPosition: positions[0] });
+        await entered;
+        await store.append(`placed-${trial}`, [{ type: 'order.placed', data: {} }]);
+        // The runner's retries of held-back work back off to one every 100 ms, the last one
+        // about 326 ms after it first found the event held: release halfway to the next.
+        await new Promise((resolve) => setTimeout(resolve, 378));
+        expect(handled).toHaveLength(trial);
+        const released = Date.now();
+        open();
+        await replay;
+        await until(() => handled.length === trial + 1, 'the held-back event', 5_000);
+        delays.push(handled[trial]! - released);
+      }
+    } finally {
+      await runner.stop();
+    }
+    // Without the batch's notice, each waits about 50 ms for the next retry.
+    expect(delays.sort((a, b) => a - b)[1]).toBeLessThan(30);
+  });
+
   it('takes over a release reservation at once when its owner is dead, and sweeps a keep one to uncertain', async () => {
     const store = await storeOn(postgres!);
     await payOrders(store, makeOrders(2));

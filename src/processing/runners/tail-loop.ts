@@ -9,6 +9,11 @@ export interface TailLoopOptions {
   db: Database;
   /** NOTIFY channels that wake the loop. */
   channels: string[];
+  /**
+   * NOTIFY channels that end only a wait for held-back work (or tell a step running that its
+   * work may have been released): a transaction that may have held it committed.
+   */
+  releaseChannels?: string[];
   /** The polling backstop: the longest wait when no notification arrives. */
   pollIntervalMs: number;
   /** The wait after a failed step, doubled on each failure in a row up to `maxBackoffMs`. */
@@ -17,7 +22,8 @@ export interface TailLoopOptions {
   /**
    * One unit of work; resolves true when there may be more to do at once, `'held'` when work
    * waits behind a transaction still open (tried again after a short wait that grows while it
-   * lasts, rather than at the next notification or poll).
+   * lasts, rather than at the next notification or poll, or at once when a release channel
+   * says a transaction that held it committed).
    */
   step(): Promise<boolean | 'held'>;
   /** Chores run between steps at most every `intervalMs` (the first one at the start). */
@@ -53,8 +59,14 @@ export function startTailLoop(options: TailLoopOptions): TailLoop {
     const lastRun = (options.chores ?? []).map(() => 0);
     let failures = 0;
     let heldMs = 0;
+    // Sleeping the polling backstop: nothing is held back, so a release is no reason to read.
+    let idle = false;
+    const released = () => {
+      if (!idle) wakeUp.signal();
+    };
     try {
       for (const channel of options.channels) unlisten.push(await options.db.listen(channel, wakeUp.signal));
+      for (const channel of options.releaseChannels ?? []) unlisten.push(await options.db.listen(channel, released));
       while (!wakeUp.isStopped) {
         try {
           wakeUp.reset();
@@ -63,7 +75,11 @@ export function startTailLoop(options: TailLoopOptions): TailLoop {
           failures = 0;
           heldMs = more === 'held' ? Math.min(HELD_MAX_MS, options.pollIntervalMs, Math.max(HELD_FIRST_MS, heldMs * 2)) : 0;
           if (more === 'held') await wakeUp.sleep(heldMs);
-          else if (!more) await wakeUp.sleep(options.pollIntervalMs);
+          else if (!more) {
+            idle = true;
+            await wakeUp.sleep(options.pollIntervalMs);
+            idle = false;
+          }
         } catch (err) {
           options.onError?.(err);
           failures++;
