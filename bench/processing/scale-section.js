@@ -52,11 +52,19 @@ planned per execution, the plan prepared while the commission table was empty sc
 for every batch as it grew: the replay beside live ran at about 25,000 events/s and the live
 run's p99 was about 7× its idle value.
 
-Row (e) sits at its target on this machine, and moves with the machine's load more than with the
-code: with the same replay and live code it measured 1.60× on the morning of 2026-12-02, then 1.91×
-and 2.10× in two runs that evening, 15 minutes apart, while the raw scan of the section above read
-171,000 to 246,000 events/s from one run to the next. Most of the live run's added wait is the
-replay's batch transactions holding the frontier while they write their rows. \`--max-rate\`
+Row (e) moves with the machine's load more than with the code. On 2026-12-03, alternating one run
+each, the code before the reads ahead of the section above (ec38499) measured a live p99 beside
+the replay of 27.9 and 19.1 ms (idle 10.9 and 10.7), this code 30.0 and 23.1 (idle 11.4 and
+10.7); on 2026-12-02 the same row measured 1.60× to 2.10×. Most of the live run's added wait is the
+replay's batch transactions holding the frontier while they write their rows.
+
+Row (i): one process holding every partition reads two batches ahead with their stored rows, and
+keeps both cores busy (Node with the handlers, PostgreSQL with the reads); a second process on
+these 2 cores only adds contention. Processes sharing a run read one batch ahead and probe their
+rows, as before: their reads filter the partitions, scanning the others' events too. The same
+day, before the reads ahead, one process replayed 59,500 and 72,100 events/s and two 70,100 and
+83,600 (1.17×). On machines with cores to spare, and with PostgreSQL on its own host, processes
+add up until the database is the limit. \`--max-rate\`
 (\`maxRate\`) is the lever when the live run's latency matters more than the replay's duration.
 `,
 };

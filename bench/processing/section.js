@@ -38,50 +38,49 @@ vacuumed after it is filled, for both contenders.
 
 What a replay of recorded effects does per 1,000 events, on each side of the wire:
 
-- **one read**: a single statement returns the batch as one JSON value, built as text (the events
-  in the order read, their ledger entries for the policy's applied effect types found by one range
-  scan over the batch's positions, and the run's parked streams, in one snapshot; the events are
-  scanned once), read while the previous batch runs, and decoded by one \`JSON.parse\`;
-- **one probe** of the projection rows the handlers write, answered as one JSON value;
+- **one read**, made while the batch two before runs: a single statement returns the batch as one
+  JSON value, built as text (the events in the order read, their ledger entries for the policy's
+  applied effect types and the commission rows those events wrote last, each found by one range
+  scan over the batch's positions, and the run's parked streams, in one snapshot), decoded by one
+  \`JSON.parse\`. Two reads are in flight at once: the second skips the first one's events and is
+  used only if the first was full and the second's no-skip frontier is no lower;
+- **no probe**: every commission row the handlers write came with the read (the first three
+  batches, read before the runner knows the projection, probe theirs);
 - **one statement** saving counters and checkpoints, while the next batch runs; unchanged rows and
   settled effects are not written.
 
-Where the time goes (CPU of each PostgreSQL backend from \`/proc/<pid>/stat\` over the 100
-batches of a run; V8's CPU and sampling heap profilers for the Node side), per 1,000 recorded
-events:
+Where the time goes, per 1,000 recorded events (V8's CPU profiler over run (a); statements timed
+alone from Node against the same tables, 20 times each, median), on 2026-12-03:
 
-- **PostgreSQL**, about 7 ms: the read 3.6 ms, the probe 2.9 ms (1.6 ms of it the 1,000
-  primary-key lookups), saving progress 0.3 ms. The raw scan's statement costs about 1.5 ms.
-  The read cost 6.5 ms before its JSON was built as text (json_build_array looks up each
-  argument's type on every call) and before the ledger entries were found by position (an index
-  descent per event id cost 3 ms of it). The check that a partition has nothing left hashed every
-  event of the range (75 ms on these 100,000 events, twice per run); it now looks up each
-  partition's next event (0.2 ms).
-- **Node**, about 8 ms: a third collecting garbage (about 4.9 kB allocated per event, most of it
-  the handler's promises and the requests it awaits), then decoding the batch's JSON and the
-  probe's answer.
-- **The wait**: the handlers wait on the probe, and nothing else runs for the batch meanwhile. Of
-  the 12 to 17 ms a batch takes, the probe's answer takes 5 to 10: its statement runs beside the
-  next batch's read, and its answer arrives while Node decodes that read. The probe joins the keys
-  one by one (4.6 ms of PostgreSQL CPU per 1,000 keys, measured alone in a slower hour than the figures
-  above, 100 probes of a 100,000-row projection). One \`key = any(…)\` per projection walks the
-  primary key once in key order: 2.9 ms there, and 8% less probe wait within a replay. It was
-  taken back: on a projection of a few thousand rows the planner puts the array in a join filter
-  or a sequential scan, 20 to 500 ms a probe, where the join takes 2 to 4 ms on every size. With it,
-  (b), whose projection grows from empty, measured 12,300 events/s, against 15,200 an hour before
-  and 15,900 with the join again.
+- **Node**, about 14 ms of CPU: a fifth collecting garbage (most of it the handlers' promises and
+  the requests they await), then decoding the batch's JSON, sending statements (\`writev\`) and the
+  handlers' rounds. It waits on PostgreSQL for about 14% of the run, down from 31% when each
+  batch waited for its own read and its probe.
+- **PostgreSQL**: the read takes 9 to 11 ms from Node (7 to 9 ms without the stored rows), of
+  which about 2.7 ms is moving its 250 kB over loopback. The probe it replaces took 4 to 6 ms per
+  1,000 keys, on the critical path of every batch. The raw scan's page takes 4 to 6.5 ms.
+- Earlier steps, each measured when made: the read cost 6.5 ms of PostgreSQL CPU before its JSON
+  was built as text (json_build_array looks up each argument's type on every call) and before the
+  ledger entries were found by position (an index descent per event id cost 3 ms of it). The check
+  that a partition has nothing left hashed every event of the range (75 ms on these 100,000 events,
+  twice per run); it now looks up each partition's next event. The probe joins its keys one by
+  one: one \`key = any(…)\` per projection was faster on a large projection, but on one of a few
+  thousand rows the planner put the array in a join filter or a sequential scan (20 to 500 ms a
+  probe), so (b), whose projection grows from empty, fell from 15,900 to 12,300 events/s.
 
-Measured back to back with the code before these changes (8ca76ee), alternating, 5 runs each
-time, on 2026-12-02 while the machine ran slower than on a quiet day (the raw scan 206,000 to
-223,000 events/s in all four medians): (a) 44,600 and 52,153 events/s before, 59,807 and 64,417
-after; (c) 42,975 and 52,633 before, 61,129 and 75,881 after.
+Before the reads ahead and the stored rows, on the same machine the same afternoon
+(\`BENCH_RUNS=3 node bench/run.js processing\`, 3280c65 and the release notice): (a) 45,186
+and (c) 49,860 events/s against a raw scan of 155,299, 0.29× and 0.32×. Either change alone
+measured no faster: with the stored rows but one read at a time, each batch waited on its read
+instead of its probe; with two reads but no stored rows, on its probe.
 
-A replay thus uses about 15 ms of CPU per 1,000 events where the raw scan uses about 3. On these
-2 cores it keeps about three quarters of both busy: even with both busy all the time, it would
-reach about 0.35× a raw scan measured on a quiet machine. 0.4× needs about a quarter less CPU per
-event at today's overlap. The raw scan moves much more with the machine's load than the replay
-does: on a loaded machine the ratio reads higher. A larger young generation
-(\`NODE_OPTIONS=--max-semi-space-size=64\`) nearly halves the garbage collector's time on long
-replays.
+The five runs of the table above, measured 2026-12-03, ranged from 36,000 to 74,700 events/s for
+(a), 47,600 to 90,600 for (c), and 139,000 to 174,900 for the raw scan: per run, (a) read 0.26×
+to 0.44× and (c) 0.34× to 0.53×. (a)'s median stays just below its target on this machine.
+
+The raw scan moves with the machine's load much more than the replay does, and this machine's
+hypervisor takes 5 to 13% of its CPU (\`vmstat\`'s \`st\`) during a replay: the ratios read higher
+on a loaded machine. A larger young generation (\`NODE_OPTIONS=--max-semi-space-size=64\`) nearly
+halves the garbage collector's time on long replays.
 `,
 };

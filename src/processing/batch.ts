@@ -14,6 +14,7 @@ import { effectInSpan, handleInSpan } from './processing-spans.js';
 import { tracingActive } from '../observability/tracing.js';
 import { saveProgress, type Checkpointing } from './progress.js';
 import { Counters, type RunContext } from './run-context.js';
+import type { PreloadedRow } from './read-batch.js';
 import { rowKey, StateBuffer, type ProbeRequest, type StateWrite } from './state-writes.js';
 
 /** What a suspended handler waits on: the scheduler settles it in a round. */
@@ -180,9 +181,12 @@ export class Batch {
     private readonly blockedStreams: ReadonlySet<string>,
     /** Parked events this batch handles again (a retry): unparked in its commit. */
     private readonly unpark: readonly string[] = [],
+    /** Stored rows read with the events, but for the `stale` ones (see {@link StateBuffer.preload}). */
+    stored?: { rows: readonly PreloadedRow[]; stale: ReadonlySet<string> | undefined },
   ) {
     this.tasks = events.map((event, index) => ({ event, index, state: 'pending', requests: 0, writes: undefined, next: undefined }));
     this.state = new StateBuffer(run);
+    if (stored) this.state.preload(stored.rows, stored.stale);
   }
 
   /**
@@ -224,7 +228,7 @@ export class Batch {
             await pipeline?.previous;
             await saveProgress(this.run, this.run.db, this.counters, checkpointing, last);
           })();
-          if (pipeline) return { counters: this.counters, parkedStreams: new Set(), saving };
+          if (pipeline) return { counters: this.counters, parkedStreams: new Set(), saving, projections: this.state.projections };
           await saving;
         } else {
           await pipeline?.previous;
@@ -239,7 +243,7 @@ export class Batch {
       await recordEffectOutcomes(this.run, this.run.db, this.outcomes).catch(() => undefined);
       throw err;
     }
-    return { counters: this.counters, parkedStreams: new Set(parked.map((task) => task.event.streamId)) };
+    return { counters: this.counters, parkedStreams: new Set(parked.map((task) => task.event.streamId)), rows: this.state.written, projections: this.state.projections };
   }
 
   /** What the batch's transaction writes, once every handler has finished. Counts as it goes. */
@@ -410,7 +414,10 @@ export class Batch {
     if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return Promise.reject(new ValidationError('doc', 'must be an object'));
     let write: StateWrite;
     try {
-      write = { id: rowKey(projection, key), order: task.index * 1_000_000 + this.writeOrder++, eventId: task.event.id, projection, key, doc, guard: toGuardValues(guard) };
+      write = {
+        id: rowKey(projection, key), order: task.index * 1_000_000 + this.writeOrder++, eventId: task.event.id, eventPosition: task.event.position,
+        projection, key, doc, guard: toGuardValues(guard),
+      };
     } catch (err) {
       return Promise.reject(err);
     }

@@ -10,6 +10,10 @@ export interface BatchOutcome {
   parkedStreams: Set<string>;
   /** Under a {@link Pipeline}: the batch's progress, still being saved. */
   saving?: Promise<void>;
+  /** The projection rows it wrote (as `rowKey` names them), when it wrote any. */
+  rows?: Set<string>;
+  /** The projections its handlers wrote to. */
+  projections?: Set<string>;
 }
 
 /**
@@ -24,6 +28,8 @@ export interface Pipeline {
 function merge(into: BatchOutcome, from: BatchOutcome): void {
   for (const [name, value] of from.counters.entries()) into.counters.add(name as CounterName, value);
   for (const stream of from.parkedStreams) into.parkedStreams.add(stream);
+  for (const row of from.rows ?? []) (into.rows ??= new Set()).add(row);
+  for (const projection of from.projections ?? []) (into.projections ??= new Set()).add(projection);
 }
 
 /** Parks an event whose handler failed inside its own transaction, and moves past it. */
@@ -40,16 +46,19 @@ async function parkAlone(run: RunContext, event: RecordedEvent, failure: unknown
 }
 
 /**
- * Processes events as one batch, given their effect ledger entries and blocked streams as read
- * with them (an effect settled since is caught by the reservation). If a handler failed after
- * its SQL ran in the batch's transaction, processes them again one at a time so only that event
- * is parked.
+ * Processes events as one batch, given their effect ledger entries, blocked streams and stored
+ * rows as read with them (an effect settled since is caught by the reservation; `stale` rows, which
+ * a batch wrote since the read, are probed again). If a handler failed after its SQL ran in the
+ * batch's transaction, processes them again one at a time so only that event is parked.
  */
-export async function processEvents(run: RunContext, input: RunEvents, checkpointing: Checkpointing, pipeline?: Pipeline): Promise<BatchOutcome> {
+export async function processEvents(
+  run: RunContext, input: RunEvents, checkpointing: Checkpointing, pipeline?: Pipeline, stale?: ReadonlySet<string>,
+): Promise<BatchOutcome> {
   const { events } = input;
   if (events.length === 0) return { counters: new Counters(), parkedStreams: new Set(), saving: pipeline?.previous };
   try {
-    return await new Batch(run, events, input.ledger, input.blocked, input.unpark).execute(checkpointing, pipeline);
+    const stored = input.stored && { rows: input.stored, stale };
+    return await new Batch(run, events, input.ledger, input.blocked, input.unpark, stored).execute(checkpointing, pipeline);
   } catch (err) {
     if (!(err instanceof BatchNeedsSplitting)) throw err;
     await pipeline?.previous;

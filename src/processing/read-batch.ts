@@ -32,7 +32,12 @@ export interface RunEvents {
   heldBack?: boolean;
   /** The no-skip frontier the read delivered events below (a tx_order): any event it did not see is at or above it. */
   frontier?: number;
+  /** Stored rows the events wrote last, read with them (a replay's `preload`), in this read's snapshot. */
+  stored?: PreloadedRow[];
 }
+
+/** A stored row as a read finds it: [projection, key, doc, version, observed_at in epoch microseconds]. */
+export type PreloadedRow = [projection: string, key: string, doc: unknown, version: number | null, observedUs: number | null];
 
 export function handledTypes(processor: Processor): string[] {
   return Object.keys(processor.handlers);
@@ -124,17 +129,28 @@ export async function readRunBatch(
   after: LogCheckpoint,
   limit: number,
   partitions?: { count: number; owned: number[] },
+  /** Events to skip first: a read ahead of one for `limit` events after the same checkpoint. */
+  offset = 0,
+  /** Projections whose rows the events wrote last come with them. */
+  preload: readonly string[] = [],
 ): Promise<RunEvents> {
   const { db, sql } = run;
   const handled = handledTypes(run.processor);
   const applied = appliedTypes(run.policy);
   const values = [
     after.txOrder, after.position, limit, handled, ...rangeValues(range),
-    partitions?.count ?? 1, partitions?.owned ?? null, applied, run.runId,
+    partitions?.count ?? 1, partitions?.owned ?? null, applied, run.runId, offset, preload,
   ];
   // Not prepared, as the probe: the effect ledger it joins grows from empty during a first run.
-  const { rows } = await db.query<RunEventsRow & { blocked: string[]; held: boolean; frontier: number }>(sql.readBatch, values);
-  return { ...decode(rows[0]!, handled, applied), blocked: new Set(rows[0]!.blocked), heldBack: rows[0]!.held, frontier: rows[0]!.frontier };
+  const { rows } = await db.query<RunEventsRow & { blocked: string[]; held: boolean; frontier: number; stored: string | null }>(sql.readBatch, values);
+  const row = rows[0]!;
+  return {
+    ...decode(row, handled, applied),
+    blocked: new Set(row.blocked),
+    heldBack: row.held,
+    frontier: row.frontier,
+    stored: row.stored === null ? undefined : (JSON.parse(row.stored) as PreloadedRow[]),
+  };
 }
 
 /** Events by id, in log order, as a run reads them, none blocked: for re-running parked events. */

@@ -80,6 +80,13 @@ function runEventsJson(s: string, handled: string, types: string): string {
             where f.event_id = any(b.ids) and f.effect_type = any(${types})) end as ledger`;
 }
 
+/**
+ * Stored projection rows as one JSON array of [projection, key, doc, version, observed_at in epoch
+ * microseconds]: what the probe answers, for rows a read finds by their event's position.
+ */
+const storedRow = `'[' || string_agg(concat_ws(',', '[' || to_json(p.projection), to_json(p.key), p.doc, coalesce(p.version::text, 'null'),
+  coalesce((extract(epoch from p.observed_at) * 1000000)::bigint::text, 'null') || ']'), ',') || ']'`;
+
 /** A diff row the run would add: nothing before, stored as JSON null (or SQL NULL). */
 const diffNew = `before is null or before = 'null'::jsonb`;
 
@@ -105,14 +112,16 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
   const nextEvents = `from ${s}.events e
       where ${runEventsWhere} and e.tx_order < (select frontier from fr)
       order by e.tx_order, e.position
-      limit $3`;
+      limit $3 offset $13`;
   return {
     /**
      * A run's next events ({@link nextEvents}) with their ledger entries for effect types $11
      * ({@link runEventsJson}), and the streams with parked events of run $12 (few: all of them
      * rather than a lookup per stream of the batch), in one statement and one snapshot. The
      * frontier is taken once (`fr`): the read returns the one it read below, and whether events
-     * of the range wait at or above it (`held`).
+     * of the range wait at or above it (`held`). $13 events are skipped first (a read ahead).
+     * With projections in $14 (a replay, once its handlers wrote to them), the rows of those its
+     * events wrote last (`stored`), as the probe would answer them.
      */
     readBatch: `with fr as materialized (select ${frontierSql(s)} as frontier),
       e as (
@@ -124,7 +133,10 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
         -- Asked only when the read is short of its limit: a full batch is followed by another read.
         case when b.n < $3
           then exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= (select frontier from fr)) else false end as held,
-        (select frontier from fr) as frontier
+        (select frontier from fr) as frontier,
+        -- The rows of projections $14 the batch's events wrote last, when its positions are close.
+        case when cardinality($14::text[]) > 0 and b.hi - b.lo < 4 * b.n then (select ${storedRow} from ${s}.projections p
+          where p.event_position between b.lo and b.hi and p.projection = any($14::text[])) end as stored
       from b`,
     /**
      * Whether the range has events after the checkpoint ($6, $7): held back by an open
@@ -245,12 +257,12 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
      * version-guarded; one without is recency-guarded: it applies when either observation is null
      * or the stored one is not in a later second, and a null observation keeps the stored one.
      */
-    upsert: `insert into ${s}.projections (projection, key, doc, version, observed_at, event_id)
-      select * from unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[], $5::timestamptz[], $6::uuid[])
+    upsert: `insert into ${s}.projections (projection, key, doc, version, observed_at, event_id, event_position)
+      select * from unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[], $5::timestamptz[], $6::uuid[], $7::bigint[])
       -- One lock order for every runner: a live run and a replay writing the same rows queue.
       order by 1, 2
       on conflict (projection, key) do update
-        set doc = excluded.doc, version = excluded.version, event_id = excluded.event_id, updated_at = now(),
+        set doc = excluded.doc, version = excluded.version, event_id = excluded.event_id, event_position = excluded.event_position, updated_at = now(),
             observed_at = case when excluded.version is null then coalesce(excluded.observed_at, ${s}.projections.observed_at) else excluded.observed_at end
         where (excluded.version is not null and (${s}.projections.version is null or ${s}.projections.version <= excluded.version))
            or (excluded.version is null and (excluded.observed_at is null or ${s}.projections.observed_at is null

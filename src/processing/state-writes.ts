@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/database.js';
 import type { Suspended } from './batch.js';
 import { guardAfter, guardAllows, type GuardValues } from './guards.js';
+import type { PreloadedRow } from './read-batch.js';
 import type { Counters, RunContext } from './run-context.js';
 
 /** A state write a handler asked for. `order` is its place in the batch: event order, then call order. */
@@ -9,6 +10,7 @@ export interface StateWrite {
   id: string;
   order: number;
   eventId: string;
+  eventPosition: number;
   projection: string;
   key: string;
   doc: Record<string, unknown>;
@@ -69,8 +71,24 @@ export class StateBuffer {
   private readonly stored = new Map<string, StoredRow | null>();
   private readonly latest = new Map<string, GuardValues>();
   private readonly diffs = new Map<string, { projection: string; key: string; before: unknown; after: unknown }>();
+  /** The rows the commit writes (guarded: some may be found newer), once it is prepared. */
+  written: Set<string> | undefined;
+  /** The projections the handlers wrote to. */
+  readonly projections = new Set<string>();
 
   constructor(private readonly run: RunContext) {}
+
+  /**
+   * Takes rows read with the batch's events as already probed, but for `stale` ones: rows that
+   * batches committed since the read wrote, which it holds as they were.
+   */
+  preload(rows: readonly PreloadedRow[], stale: ReadonlySet<string> | undefined): void {
+    for (const [projection, key, doc, version, observedUs] of rows) {
+      const id = rowKey(projection, key);
+      if (stale?.has(id)) continue;
+      this.stored.set(id, { doc, version, observedAt: observedUs === null ? null : new Date(Math.floor(observedUs / 1000)) });
+    }
+  }
 
   /** Loads the stored rows the requests touch (one query) and settles each request in batch order. */
   async probe(target: Queryable, requests: ProbeRequest[]): Promise<void> {
@@ -95,6 +113,7 @@ export class StateBuffer {
   }
 
   private consider(write: StateWrite): boolean {
+    this.projections.add(write.projection);
     const stored = this.stored.get(write.id) ?? undefined;
     const current = this.latest.get(write.id) ?? stored;
     const applies = guardAllows(current, write.guard);
@@ -149,6 +168,7 @@ export class StateBuffer {
       count(unchanged);
       return undefined;
     }
+    this.written = new Set(chosen.map((write) => write.id));
     return async (tx) => {
       const { rows } = await tx.query<{ projection: string; key: string }>(this.run.sql.upsert, [
         chosen.map((write) => write.projection),
@@ -157,6 +177,7 @@ export class StateBuffer {
         chosen.map((write) => write.guard.version),
         chosen.map((write) => write.guard.observedAt?.toISOString() ?? null),
         chosen.map((write) => write.eventId),
+        chosen.map((write) => write.eventPosition),
       ], { prepare: true });
       let written = unchanged;
       for (const row of rows) written += applied.get(rowKey(row.projection, row.key)) ?? 0;

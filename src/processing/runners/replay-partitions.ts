@@ -33,6 +33,18 @@ const sameCheckpoint = (a: LogCheckpoint, b: LogCheckpoint) => a.txOrder === b.t
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
+ * Whether `later`, read after the checkpoint `input` was read after with its first `limit`
+ * events skipped, holds exactly the events that follow `input`'s. Every event below a frontier is
+ * visible below it (an event committed later has a tx_order at or above the frontier of any
+ * snapshot taken before), so with `input` full and `later`'s frontier no lower, the events `later`
+ * skipped are `input`'s: any event it sees that `input` did not is at or above `input`'s
+ * frontier, after all of `input`'s events.
+ */
+export function followsOn(input: RunEvents, later: RunEvents, limit: number): boolean {
+  return input.events.length === limit && input.frontier !== undefined && later.frontier !== undefined && later.frontier >= input.frontier;
+}
+
+/**
  * Replays a run's range over its partitions, shared with every other runner of the same run id
  * (in this process or others): each stream belongs to one partition, each partition to one runner
  * at a time (a session lock), with a checkpoint of its own. A runner handles its partitions'
@@ -62,7 +74,24 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
   const finished = new Map<number, number>();
   let saving: Promise<void> = Promise.resolve();
   let next: Promise<RunEvents> | undefined;
+  /**
+   * The read after `next`, made at the same time: the batch after `after` less its first
+   * `batchSize` events. It stands for the read after `next` only when that one was full and the
+   * frontier it read below is no lower (see {@link followsOn}).
+   */
+  let ahead: { read: Promise<RunEvents>; after: LogCheckpoint; work: string } | undefined;
+  /** Streams the last two batches parked: a read made before their commits does not know them. */
   let parkedStreams = new Set<string>();
+  let parkedBefore = new Set<string>();
+  /**
+   * The projections the handlers wrote to so far: each read brings the rows of them its events
+   * wrote last (in a replay, mostly the rows its handlers write again), and the batch asks the
+   * probe only for the others. A read made before the last two batches committed holds the
+   * rows they wrote as they were: those are probed again.
+   */
+  const preload = new Set<string>();
+  let wrote: ReadonlySet<string> | undefined;
+  let wroteBefore: ReadonlySet<string> | undefined;
   let balancedAt = 0;
 
   const settle = async () => {
@@ -79,6 +108,8 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
   const discardRead = () => {
     next?.catch(() => undefined);
     next = undefined;
+    ahead?.read.catch(() => undefined);
+    ahead = undefined;
   };
 
   /** Takes this runner's share of the partitions; a partition taken over starts from its committed checkpoint. */
@@ -110,10 +141,15 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
     held = { lockName: options.lockName, commitLockName: options.commitLockName, sessionPid: rows[0]!.pid };
   }
 
-  // Holding every partition, all at one checkpoint (one process alone), the read needs no partition filter.
-  const readAfter = (work: number[], after: LogCheckpoint) => {
-    const together = work.length === count && work.every((partition) => sameCheckpoint(checkpoints.get(partition) ?? LOG_START, after));
-    return readRunBatch(run, range, after, options.batchSize, together ? undefined : { count, owned: work });
+  // Holding every partition, all at one checkpoint (one process alone), the read needs no partition
+  // filter. Only such a read brings stored rows, and is read ahead: a filtered one scans the other
+  // partitions' events too (and their rows would come along), while the processes sharing the
+  // run keep the cores busy anyway.
+  const readsTogether = (work: number[], after: LogCheckpoint) =>
+    work.length === count && work.every((partition) => sameCheckpoint(checkpoints.get(partition) ?? LOG_START, after));
+  const readAfter = (work: number[], after: LogCheckpoint, offset = 0) => {
+    const together = readsTogether(work, after);
+    return readRunBatch(run, range, after, options.batchSize, together ? undefined : { count, owned: work }, offset, together ? [...preload] : []);
   };
 
   await rebalance();
@@ -156,7 +192,11 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
     }
     const from = work.map((partition) => checkpoints.get(partition) ?? LOG_START).reduce((min, cp) => (isAfter(min, cp) ? cp : min));
     const reading = next ?? readAfter(work, from);
+    const workKey = work.join(',');
+    // Made with `next`, after the same checkpoint as this read: it may be the read after it.
+    const following = ahead && ahead.work === workKey && sameCheckpoint(ahead.after, from) ? ahead.read : undefined;
     next = undefined;
+    ahead = undefined;
     const input = await reading;
     const read = input.events;
     const last = read[read.length - 1];
@@ -173,6 +213,7 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
     // A partition whose checkpoint is ahead of the others (taken over) has handled some of these already.
     const events = read.filter((event) => isAfter(event, checkpoints.get(event.partition) ?? LOG_START));
     for (const stream of parkedStreams) input.blocked.add(stream);
+    for (const stream of parkedBefore) input.blocked.add(stream);
     const final = events[events.length - 1];
     // Every partition read moves past the whole read, also past events a partition had handled already.
     const checkpointing: Checkpointing = { partitions: work, at: (through) => (through === final ? last : through), held };
@@ -182,15 +223,29 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
       const checkpoint = checkpoints.get(partition) ?? LOG_START;
       if (isAfter(last, checkpoint)) checkpoints.set(partition, last);
     }
-    next = readAfter(work, last);
+    // Two reads go on while this batch runs: the next one, and the one after it, which is
+    // used if it turns out to follow on (a read each batch keeps the log's pace only if the
+    // batch waits for none of them).
+    next = following
+      ? following.then((later) => (followsOn(input, later, options.batchSize) ? later : readAfter(work, last)), () => readAfter(work, last))
+      : readAfter(work, last);
     next.catch(() => undefined);
+    if (read.length === options.batchSize && readsTogether(work, last)) {
+      ahead = { read: readAfter(work, last, options.batchSize), after: last, work: workKey };
+      ahead.read.catch(() => undefined);
+    }
     if (events.length === 0) {
       await settle();
       await saveProgress(run, db, new Counters(), checkpointing, last);
     } else {
-      const batch = await processEvents(run, { ...input, events }, checkpointing, { previous: saving });
+      const stale = wroteBefore && wrote ? new Set([...wroteBefore, ...wrote]) : (wroteBefore ?? wrote);
+      const batch = await processEvents(run, { ...input, events }, checkpointing, { previous: saving }, stale);
+      wroteBefore = wrote;
+      wrote = batch.rows;
+      for (const projection of batch.projections ?? []) preload.add(projection);
       saving = batch.saving ?? Promise.resolve();
       saving.catch(() => undefined);
+      parkedBefore = parkedStreams;
       parkedStreams = batch.parkedStreams;
       options.onBatch(events.length, batch.counters);
     }
