@@ -182,7 +182,7 @@ export class Batch {
     /** Parked events this batch handles again (a retry): unparked in its commit. */
     private readonly unpark: readonly string[] = [],
     /** Stored rows read with the events, but for the `stale` ones (see {@link StateBuffer.preload}). */
-    stored?: { rows: readonly PreloadedRow[]; stale: ReadonlySet<string> | undefined },
+    stored?: { rows: readonly PreloadedRow[]; stale: readonly ReadonlySet<string>[] },
   ) {
     this.tasks = events.map((event, index) => ({ event, index, state: 'pending', requests: 0, writes: undefined, next: undefined }));
     this.state = new StateBuffer(run);

@@ -94,7 +94,7 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     const checkpoints = await loadCheckpoints(db, sql, runId, owned);
     const after = [...checkpoints.values()].reduce((min, cp) => (isAfter(min, cp) ? cp : min));
     const limit = options.batchSize ?? 500;
-    const input = await readRunBatch(run, WHOLE_LOG, after, limit, { count, owned });
+    const input = await readRunBatch(run, WHOLE_LOG, after, limit, { partitions: { count, owned } });
     const read = input.events;
     // A partition whose checkpoint is ahead of the others has handled some of these already.
     const events = read.filter((event) => isAfter(event, checkpoints.get(event.partition)!));

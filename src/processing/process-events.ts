@@ -52,7 +52,7 @@ async function parkAlone(run: RunContext, event: RecordedEvent, failure: unknown
  * batch's transaction, processes them again one at a time so only that event is parked.
  */
 export async function processEvents(
-  run: RunContext, input: RunEvents, checkpointing: Checkpointing, pipeline?: Pipeline, stale?: ReadonlySet<string>,
+  run: RunContext, input: RunEvents, checkpointing: Checkpointing, pipeline?: Pipeline, stale: readonly ReadonlySet<string>[] = [],
 ): Promise<BatchOutcome> {
   const { events } = input;
   if (events.length === 0) return { counters: new Counters(), parkedStreams: new Set(), saving: pipeline?.previous };

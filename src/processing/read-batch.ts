@@ -128,12 +128,16 @@ export async function readRunBatch(
   range: RunRange,
   after: LogCheckpoint,
   limit: number,
-  partitions?: { count: number; owned: number[] },
-  /** Events to skip first: a read ahead of one for `limit` events after the same checkpoint. */
-  offset = 0,
-  /** Projections whose rows the events wrote last come with them. */
-  preload: readonly string[] = [],
+  options: {
+    /** Only the streams of these partitions. */
+    partitions?: { count: number; owned: number[] };
+    /** Events to skip first: a read ahead of one for `limit` events after the same checkpoint. */
+    offset?: number;
+    /** Projections whose rows the events wrote last come with them. */
+    preload?: readonly string[];
+  } = {},
 ): Promise<RunEvents> {
+  const { partitions, offset = 0, preload = [] } = options;
   const { db, sql } = run;
   const handled = handledTypes(run.processor);
   const applied = appliedTypes(run.policy);

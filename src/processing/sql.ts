@@ -81,10 +81,11 @@ function runEventsJson(s: string, handled: string, types: string): string {
 }
 
 /**
- * Stored projection rows as one JSON array of [projection, key, doc, version, observed_at in epoch
- * microseconds]: what the probe answers, for rows a read finds by their event's position.
+ * Stored projection rows (`p`) as one JSON array, each row `[<which>, doc, version, observed_at in
+ * epoch microseconds]`: the probe names a row by its place in the request, a read by projection
+ * and key.
  */
-const storedRow = `'[' || string_agg(concat_ws(',', '[' || to_json(p.projection), to_json(p.key), p.doc, coalesce(p.version::text, 'null'),
+const storedRows = (which: string) => `'[' || string_agg(concat_ws(',', '[' || ${which}, p.doc, coalesce(p.version::text, 'null'),
   coalesce((extract(epoch from p.observed_at) * 1000000)::bigint::text, 'null') || ']'), ',') || ']'`;
 
 /** A diff row the run would add: nothing before, stored as JSON null (or SQL NULL). */
@@ -135,7 +136,7 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
           then exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= (select frontier from fr)) else false end as held,
         (select frontier from fr) as frontier,
         -- The rows of projections $14 the batch's events wrote last, when its positions are close.
-        case when cardinality($14::text[]) > 0 and b.hi - b.lo < 4 * b.n then (select ${storedRow} from ${s}.projections p
+        case when cardinality($14::text[]) > 0 and b.hi - b.lo < 4 * b.n then (select ${storedRows(`to_json(p.projection), to_json(p.key)`)} from ${s}.projections p
           where p.event_position between b.lo and b.hi and p.projection = any($14::text[])) end as stored
       from b`,
     /**
@@ -248,8 +249,7 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
      * planner puts the array in a join filter or a sequential scan: 20 to 500 ms a probe, where
      * this join takes 2 to 4 ms on every size.
      */
-    probe: `select '[' || string_agg(concat_ws(',', '[' || k.i, p.doc, coalesce(p.version::text, 'null'),
-          coalesce((extract(epoch from p.observed_at) * 1000000)::bigint::text, 'null') || ']'), ',') || ']' as rows
+    probe: `select ${storedRows('k.i')} as rows
       from json_array_elements($1::json) with ordinality as k(pair, i)
       join ${s}.projections p on p.projection = k.pair->>0 and p.key = k.pair->>1`,
     /**

@@ -32,6 +32,10 @@ interface StoredRow extends GuardValues {
 
 export const rowKey = (projection: string, key: string) => `${projection}\u0000${key}`;
 
+const storedRow = (doc: unknown, version: number | null, observedUs: number | null): StoredRow => ({
+  doc, version, observedAt: observedUs === null ? null : new Date(Math.floor(observedUs / 1000)),
+});
+
 const isPlainObject = (value: object) => {
   const prototype = Object.getPrototypeOf(value);
   return prototype === Object.prototype || prototype === null;
@@ -82,11 +86,14 @@ export class StateBuffer {
    * Takes rows read with the batch's events as already probed, but for `stale` ones: rows that
    * batches committed since the read wrote, which it holds as they were.
    */
-  preload(rows: readonly PreloadedRow[], stale: ReadonlySet<string> | undefined): void {
+  preload(rows: readonly PreloadedRow[], stale: readonly ReadonlySet<string>[]): void {
+    const isStale = (id: string) => {
+      for (const written of stale) if (written.has(id)) return true;
+      return false;
+    };
     for (const [projection, key, doc, version, observedUs] of rows) {
       const id = rowKey(projection, key);
-      if (stale?.has(id)) continue;
-      this.stored.set(id, { doc, version, observedAt: observedUs === null ? null : new Date(Math.floor(observedUs / 1000)) });
+      if (!isStale(id)) this.stored.set(id, storedRow(doc, version, observedUs));
     }
   }
 
@@ -103,9 +110,7 @@ export class StateBuffer {
       // whole for every batch once it has grown; planned each time, it looks the keys up.
       const { rows } = await target.query<{ rows: string | null }>(this.run.sql.probe, [JSON.stringify(missing.map((write) => [write.projection, write.key]))]);
       if (rows[0]?.rows) {
-        for (const [i, doc, version, observedUs] of JSON.parse(rows[0].rows) as ProbedRow[]) {
-          this.stored.set(missing[i - 1]!.id, { doc, version, observedAt: observedUs === null ? null : new Date(Math.floor(observedUs / 1000)) });
-        }
+        for (const [i, doc, version, observedUs] of JSON.parse(rows[0].rows) as ProbedRow[]) this.stored.set(missing[i - 1]!.id, storedRow(doc, version, observedUs));
       }
     }
     requests.sort((a, b) => a.write.order - b.write.order);

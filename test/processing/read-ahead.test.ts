@@ -36,6 +36,20 @@ describe.each(backends())('a replay reading ahead on $name', (backend) => {
     expect(rows[0]!.doc.doc).toBe('y');
   });
 
+  it('probes a row written two batches back again: the read ahead was made before both committed', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const set = (key: string, doc: string) => ({ type: 'row.set', data: { key, doc } });
+    // As above, with a batch writing another row between the two writes of R: the last event's
+    // read is the one read ahead while the third event's batch ran, two batches before its own.
+    const { positions } = await store.append('rows', [set('w0', 'a'), set('w1', 'b'), set('R', 'x'), set('z', 'c'), set('R', 'y')]);
+    await runReplay(writer, { store, runId: 'first', policy: {}, fromPosition: positions[4], toPosition: positions[4] });
+    const summary = await runReplay(writer, { store, runId: 'again', policy: {}, batchSize: 1 });
+    expect(summary.counters).toMatchObject({ events: 5, written: 5 });
+    const { rows } = await db.query<{ doc: { doc: string } }>(`select doc from "${schema}".projections where projection = 'p' and key = 'R'`);
+    expect(rows[0]!.doc.doc).toBe('y');
+  });
+
   it('holds a stream parked two batches back, though the batch was read before the park', async () => {
     const { db, schema } = await freshSchema(backend);
     const store = createEventStore(db, { schema });

@@ -75,11 +75,11 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
   let saving: Promise<void> = Promise.resolve();
   let next: Promise<RunEvents> | undefined;
   /**
-   * The read after `next`, made at the same time: the batch after `after` less its first
-   * `batchSize` events. It stands for the read after `next` only when that one was full and the
-   * frontier it read below is no lower (see {@link followsOn}).
+   * Made with `next`, after the same checkpoint, less its first `batchSize` events: it stands for
+   * the read after `next` only when that one was full and the frontier it read below is no lower
+   * (see {@link followsOn}). Taken and dropped with `next`.
    */
-  let ahead: { read: Promise<RunEvents>; after: LogCheckpoint; work: string } | undefined;
+  let ahead: Promise<RunEvents> | undefined;
   /** Streams the last two batches parked: a read made before their commits does not know them. */
   let parkedStreams = new Set<string>();
   let parkedBefore = new Set<string>();
@@ -90,8 +90,7 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
    * rows they wrote as they were: those are probed again.
    */
   const preload = new Set<string>();
-  let wrote: ReadonlySet<string> | undefined;
-  let wroteBefore: ReadonlySet<string> | undefined;
+  let wrote: Set<string>[] = [];
   let balancedAt = 0;
 
   const settle = async () => {
@@ -108,7 +107,7 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
   const discardRead = () => {
     next?.catch(() => undefined);
     next = undefined;
-    ahead?.read.catch(() => undefined);
+    ahead?.catch(() => undefined);
     ahead = undefined;
   };
 
@@ -149,7 +148,7 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
     work.length === count && work.every((partition) => sameCheckpoint(checkpoints.get(partition) ?? LOG_START, after));
   const readAfter = (work: number[], after: LogCheckpoint, offset = 0) => {
     const together = readsTogether(work, after);
-    return readRunBatch(run, range, after, options.batchSize, together ? undefined : { count, owned: work }, offset, together ? [...preload] : []);
+    return readRunBatch(run, range, after, options.batchSize, together ? { offset, preload: [...preload] } : { partitions: { count, owned: work }, offset });
   };
 
   await rebalance();
@@ -192,9 +191,7 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
     }
     const from = work.map((partition) => checkpoints.get(partition) ?? LOG_START).reduce((min, cp) => (isAfter(min, cp) ? cp : min));
     const reading = next ?? readAfter(work, from);
-    const workKey = work.join(',');
-    // Made with `next`, after the same checkpoint as this read: it may be the read after it.
-    const following = ahead && ahead.work === workKey && sameCheckpoint(ahead.after, from) ? ahead.read : undefined;
+    const following = ahead;
     next = undefined;
     ahead = undefined;
     const input = await reading;
@@ -231,17 +228,16 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
       : readAfter(work, last);
     next.catch(() => undefined);
     if (read.length === options.batchSize && readsTogether(work, last)) {
-      ahead = { read: readAfter(work, last, options.batchSize), after: last, work: workKey };
-      ahead.read.catch(() => undefined);
+      ahead = readAfter(work, last, options.batchSize);
+      ahead.catch(() => undefined);
     }
     if (events.length === 0) {
       await settle();
       await saveProgress(run, db, new Counters(), checkpointing, last);
     } else {
-      const stale = wroteBefore && wrote ? new Set([...wroteBefore, ...wrote]) : (wroteBefore ?? wrote);
-      const batch = await processEvents(run, { ...input, events }, checkpointing, { previous: saving }, stale);
-      wroteBefore = wrote;
-      wrote = batch.rows;
+      const batch = await processEvents(run, { ...input, events }, checkpointing, { previous: saving }, wrote);
+      // The rows of the last two batches that wrote any: the next reads were made before their commits.
+      if (batch.rows) wrote = [...wrote.slice(-1), batch.rows];
       for (const projection of batch.projections ?? []) preload.add(projection);
       saving = batch.saving ?? Promise.resolve();
       saving.catch(() => undefined);
