@@ -66,5 +66,14 @@ day, before the reads ahead, one process replayed 59,500 and 72,100 events/s and
 83,600 (1.17×). On machines with cores to spare, and with PostgreSQL on its own host, processes
 add up until the database is the limit. \`--max-rate\`
 (\`maxRate\`) is the lever when the live run's latency matters more than the replay's duration.
+
+On 2026-12-04, on another machine of the same size, with 1,000,000 events and two rounds of
+each alternating: one process replayed 82,300 to 111,700 events/s and two 85,300 to 95,800
+(1.04× and 0.86×). Two processes spent 9.6 to 10.6 s of CPU in Node in all, one 7.4 to 8.2 s
+(10.2 s in its slowest run), each of the two reading past the other's events and bringing their ledger entries, while one
+process already keeps both cores busy (section above). Giving a shared run's processes the reads
+ahead and the stored rows measured the same (two at 94,400 and 95,800, one at 102,000 and
+109,800), and matching the entries and rows to the batch's own events in SQL was slower (the
+planner looked each one up); both were left out.
 `,
 };

@@ -78,6 +78,19 @@ The five runs of the table above, measured 2026-12-03, ranged from 36,000 to 74,
 (a), 47,600 to 90,600 for (c), and 139,000 to 174,900 for the raw scan: per run, (a) read 0.26×
 to 0.44× and (c) 0.34× to 0.53×. (a)'s median stays just below its target on this machine.
 
+On 2026-12-04, on another machine of the same size (raw scan 162,000 to 265,000 events/s; (a)
+0.38× and (c) 0.45× of it, medians of \`node bench/run.js processing\`), the same profile tells why
+the replay goes no faster on 2 cores. Node spends about 8.5 ms of CPU per 1,000 recorded events, a
+quarter of it collecting garbage: it allocates about 5 kB per event (V8's sampling heap profiler),
+two thirds of it for the handler's call and the requests it awaits (promises, their waiters, the
+write) and the rest decoding the read; each young-generation collection copies the batch in
+flight. A read takes PostgreSQL 6.5 to 10.5 ms, 0.8 to 1.3 ms of it planning. Node still waits
+on a read for about 40% of the run, because by these figures a batch asks for about 20 ms of CPU
+in all (Node, the read, the commit, the collector's helper threads) from 2 cores: the replay is bound by the machine's CPU,
+not by a wait. Reading further ahead cannot help here, nor can a second process (section
+below); less CPU per event can. Tried that day and measured no faster, so left out: decoding a
+read only when its batch starts (the collector's time stayed at 2.2 ms per 1,000 events).
+
 The raw scan moves with the machine's load much more than the replay does, and this machine's
 hypervisor takes 5 to 13% of its CPU (\`vmstat\`'s \`st\`) during a replay: the ratios read higher
 on a loaded machine. A larger young generation (\`NODE_OPTIONS=--max-semi-space-size=64\`) nearly
