@@ -4,7 +4,7 @@ import { isDatabaseUnavailable } from '../db/database-error.js';
 import { ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
 import { releaseChannel } from '../store/subscribe.js';
-import { runEffectRound, recordEffectOutcomes, type EffectOutcomes, type EffectRequest, type KnownEffects } from './effect-round.js';
+import { runEffectRound, recordEffectOutcomes, settledEffect, type EffectOutcomes, type EffectRequest, type KnownEffects } from './effect-round.js';
 import { toGuardValues } from './guards.js';
 import type { EffectRule } from './policy.js';
 import { effectKey, type EffectOutcome, type HandlerContext, type UpsertGuard } from './processor.js';
@@ -286,25 +286,37 @@ export class Batch {
     void this.runTask(task);
   }
 
-  private async runTask(task: Task): Promise<void> {
+  private runTask(task: Task): void {
+    const handler = this.run.processor.handlers[task.event.type]!;
+    let handled: Promise<void> | void;
     try {
-      const handler = this.run.processor.handlers[task.event.type]!;
-      if (this.traced) {
-        await handleInSpan(this.run, task.event, (ctx) => {
-          task.trace = ctx;
-          return handler(task.event, this.contextFor(task));
-        });
-      } else await handler(task.event, this.contextFor(task));
-      task.state = 'done';
+      handled = this.traced
+        ? handleInSpan(this.run, task.event, (ctx) => {
+            task.trace = ctx;
+            return handler(task.event, this.contextFor(task));
+          })
+        : handler(task.event, this.contextFor(task));
     } catch (err) {
-      task.state = 'failed';
-      task.error = errorText(err);
-      if (isDatabaseUnavailable(err)) this.outage ??= err;
-      // Later events of the stream wait behind it.
-      for (let later = task.next; later; later = later.next) later.state = 'waiting';
-      if (this.transaction) this.splitReason ??= err;
+      handled = Promise.reject(err);
     }
-    if (task.state === 'done' && task.next) this.start(task.next);
+    // Settled a microtask later at the earliest, as an await would: a handler that returns at
+    // once does not start the next event of its stream inside this call.
+    Promise.resolve(handled).then(() => this.finished(task), (err: unknown) => this.failed(task, err));
+  }
+
+  private finished(task: Task): void {
+    task.state = 'done';
+    if (task.next) this.start(task.next);
+    this.release();
+  }
+
+  private failed(task: Task, err: unknown): void {
+    task.state = 'failed';
+    task.error = errorText(err);
+    if (isDatabaseUnavailable(err)) this.outage ??= err;
+    // Later events of the stream wait behind it.
+    for (let later = task.next; later; later = later.next) later.state = 'waiting';
+    if (this.transaction) this.splitReason ??= err;
     this.release();
   }
 
@@ -350,7 +362,7 @@ export class Batch {
         if (this.transaction) {
           const err = new ValidationError('ctx.effect', 'was called after the handler awaited ctx.tx; ask for effects first');
           for (const request of requests) request.reject(err);
-        } else await runEffectRound(this.run, requests, this.counters, this.outcomes, this.ledger);
+        } else await runEffectRound(this.run, requests, this.counters, this.outcomes);
         continue;
       }
       if (this.probes.length > 0) {
@@ -402,6 +414,12 @@ export class Batch {
       return Promise.resolve(SUPPRESSED);
     }
     const eventId = task.event.id;
+    // Settled by the ledger entry read with the event: answered at once, the handler goes on
+    // without waiting for a round. After ctx.tx, the round refuses it.
+    if (!this.transaction) {
+      const settled = settledEffect(this.run, this.ledger, task.event.position, effectType, this.counters);
+      if (settled) return Promise.resolve(settled as EffectOutcome<Result>);
+    }
     const traced = this.traced ? (key: string) => effectInSpan(task.trace, effectType, key, eventId, () => call(key)) : call;
     return this.suspend(task, new Promise<EffectOutcome<Result>>((resolve, reject) => {
       this.effects.push(new EffectWaiter(this, task, resolve as (value: EffectOutcome) => void, reject, eventId, task.event.position, effectType, rule, traced));

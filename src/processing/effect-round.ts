@@ -3,8 +3,8 @@ import { EffectNotAttemptedError, type EffectOutcome } from './processor.js';
 import type { EffectRule } from './policy.js';
 import type { Counters, RunContext } from './run-context.js';
 
-/** Effect ledger entries read with a batch's events: event id → { effect type: state }. */
-export type KnownEffects = ReadonlyMap<string, Readonly<Record<string, string>>>;
+/** Effect ledger entries read with a batch's events: event position → { effect type: state }. */
+export type KnownEffects = ReadonlyMap<number, Readonly<Record<string, string>>>;
 
 /** An effect a handler asked for, waiting for its batch's reservation round. */
 export interface EffectRequest extends Suspended<EffectOutcome> {
@@ -40,34 +40,30 @@ async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise
 }
 
 /**
- * One round of effects: reserve them all in one committed statement, then call the providers of
- * the reservations this run won. The intent is on disk before any call is made.
+ * What the ledger entry read with an effect's event already settles, counted: every effect of a
+ * simulate run, and an effect whose entry is settled (done, failed) or left to reconciliation or
+ * review (uncertain, needs-review). Undefined for an effect that needs a reservation round: no
+ * entry, or one still reserved.
  */
-export async function runEffectRound(
-  run: RunContext,
-  all: EffectRequest[],
-  counters: Counters,
-  outcomes: EffectOutcomes,
-  known: KnownEffects,
-): Promise<void> {
-  // The ledger entries were read with the events: settled effects need no reservation.
-  const requests: EffectRequest[] = [];
-  let recorded = 0;
-  let wouldApply = 0;
-  for (const request of all) {
-    const state = known.get(request.eventId)?.[request.effectType];
-    if (run.simulate) {
-      if (state === undefined) wouldApply++;
-      else recorded++;
-      request.resolve(state === undefined ? WOULD_APPLY : ALREADY_RECORDED);
-    } else if (state !== undefined && state !== 'reserved') {
-      // Settled (done, failed), or left to reconciliation or review (uncertain, needs-review).
-      recorded++;
-      request.resolve(ALREADY_RECORDED);
-    } else requests.push(request);
+export function settledEffect(run: RunContext, known: KnownEffects, eventPosition: number, effectType: string, counters: Counters): EffectOutcome | undefined {
+  const state = known.get(eventPosition)?.[effectType];
+  if (run.simulate && state === undefined) {
+    counters.add('would-apply');
+    return WOULD_APPLY;
   }
-  if (recorded > 0) counters.add('already-recorded', recorded);
-  if (wouldApply > 0) counters.add('would-apply', wouldApply);
+  if (run.simulate || (state !== undefined && state !== 'reserved')) {
+    counters.add('already-recorded');
+    return ALREADY_RECORDED;
+  }
+  return undefined;
+}
+
+/**
+ * One round of effects the ledger did not settle (see {@link settledEffect}): reserve them all
+ * in one committed statement, then call the providers of the reservations this run won. The
+ * intent is on disk before any call is made.
+ */
+export async function runEffectRound(run: RunContext, requests: EffectRequest[], counters: Counters, outcomes: EffectOutcomes): Promise<void> {
   if (requests.length === 0) return;
   const keys = requests.map((request) => request.key);
   const { rows } = await run.db.query<{ key: string }>(run.sql.reserve, [

@@ -62,8 +62,8 @@ type RunEventJson = [
   partition: number,
 ];
 
-/** [event id, the effect type's index in the applied types, state] */
-type LedgerJson = [eventId: string, effectType: number, state: string];
+/** [event position (or, for an entry without one, event id), the effect type's index in the applied types, state] */
+type LedgerJson = [event: number | string, effectType: number, state: string];
 
 interface RunEventsRow {
   events: string;
@@ -73,17 +73,20 @@ interface RunEventsRow {
 
 /** Events and their ledger entries as a run reads them, each batch one JSON array (see the SQL's runEventsJson). */
 function decode(row: RunEventsRow, handled: readonly string[], applied: readonly string[]): { events: PartitionedEvent[]; ledger: KnownEffects } {
-  const ledger = new Map<string, Record<string, string>>();
-  if (row.ledger !== null) {
-    for (const [eventId, typeIndex, state] of JSON.parse(row.ledger) as LedgerJson[]) {
-      const effectType = applied[typeIndex]!;
-      const entries = ledger.get(eventId);
-      if (entries) entries[effectType] = state;
-      else ledger.set(eventId, { [effectType]: state });
-    }
-  }
   const events = decodeEvents(row.events, handled);
   if (events.length !== row.n) throw new Error(`a batch of ${row.n} events decoded to ${events.length}`);
+  const ledger = new Map<number, Record<string, string>>();
+  if (row.ledger !== null) {
+    let positions: Map<string, number> | undefined;
+    for (const [event, typeIndex, state] of JSON.parse(row.ledger) as LedgerJson[]) {
+      const position = typeof event === 'number' ? event : (positions ??= new Map(events.map((e) => [e.id, e.position]))).get(event);
+      if (position === undefined) continue;
+      const effectType = applied[typeIndex]!;
+      const entries = ledger.get(position);
+      if (entries) entries[effectType] = state;
+      else ledger.set(position, { [effectType]: state });
+    }
+  }
   return { events: inLogOrder(events), ledger };
 }
 

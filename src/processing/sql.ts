@@ -49,7 +49,9 @@ const epochMillis = (column: string) => `floor(extract(epoch from ${column}) * 1
  *   checks: an ORDER BY in the aggregate would sort the batch again.
  * - `n`, the number of events, which the decoder checks too.
  * - `ledger`, the events' effect ledger entries for the effect types in `types` as a JSON array of
- *   [event id, index of the effect type in `types`, state], read in the same snapshot.
+ *   [event position, index of the effect type in `types`, state], read in the same snapshot: a
+ *   position is shorter than an event id, and every entry of an event has its event's (migration
+ *   0016). One found by event id without a position has its event id instead.
  *
  * The JSON is built as text with concat_ws: json_build_array looks up every argument's type on
  * every call, and a chain of `||` copies the growing text at every step; either cost more than
@@ -65,7 +67,7 @@ const epochMillis = (column: string) => `floor(extract(epoch from ${column}) * 1
  * the planner would rather scan.
  */
 function runEventsJson(s: string, handled: string, types: string): string {
-  const ledgerRow = `'[' || string_agg(concat_ws(',', '["' || f.event_id || '"', array_position(${types}, f.effect_type) - 1, '"' || f.state || '"]'), ',') || ']'`;
+  const ledgerRow = `'[' || string_agg(concat_ws(',', '[' || coalesce(f.event_position::text, '"' || f.event_id || '"'), array_position(${types}, f.effect_type) - 1, '"' || f.state || '"]'), ',') || ']'`;
   return `b as materialized (
         select coalesce('[' || string_agg(concat_ws(',', '[' || e.position, e.tx_order, to_json(e.stream_id), e.stream_version, '"' || e.id || '"',
             coalesce((array_position(${handled}, e.type) - 1)::text, to_json(e.type)::text), e.data, e.metadata,

@@ -140,6 +140,37 @@ describe.each(backends())('replay on $name', (backend) => {
     expect(await parked.list({ runId: 'rel' })).toEqual([]);
   });
 
+  it('takes over a reservation its read found still reserved, abandoned since the run started', async () => {
+    const store = await storeOn(backend);
+    await payOrders(store, makeOrders(8));
+    const events = await store.readAll();
+    const last = events.at(-1)!;
+    const calls: string[] = [];
+    // While the first event is handled (after the run's start swept abandoned reservations, before
+    // the last event is read), another runner reserves the last event's effect and is gone.
+    const processor = defineProcessor({
+      name: 'commissions',
+      handlers: {
+        'order.paid': async (event, ctx) => {
+          if (event.id === events[0]!.id) {
+            await store.db.query(
+              `insert into "${store.schema}".effects (key, event_id, effect_type, state, run_id, on_failure, owner_token, reserved_at)
+               values ($1, $2, 'notify-seller', 'reserved', 'gone', 'release', 777, now() - interval '1 hour')`,
+              [`${last.id}:notify-seller`, last.id],
+            );
+          }
+          await ctx.effect('notify-seller', async (key) => calls.push(key));
+        },
+      },
+    });
+    const summary = await runReplay(processor, { store, runId: 'takes-over', policy: applyDedup, batchSize: 1 });
+    // Counted as recorded from the read, the entry would have kept the effect from ever happening.
+    expect(summary.counters).toMatchObject({ events: 8, applied: 8 });
+    expect(summary.counters['already-recorded']).toBeUndefined();
+    expect(calls).toContain(`${last.id}:notify-seller`);
+    expect((await effectLedger(store).list({ state: 'done' })).map((e) => e.key).sort()).toEqual(events.map((e) => `${e.id}:notify-seller`).sort());
+  });
+
   it('continues a run id from its checkpoint', async () => {
     const store = await storeOn(backend);
     await payOrders(store, makeOrders(10));
