@@ -46,18 +46,29 @@ export async function openPglite(dataDir: string): Promise<Database> {
     },
     async transaction(fn) {
       refuseNestedUse();
+      // What the callback throws reaches the caller as it is, as on PostgreSQL (its statements'
+      // errors are converted already); only PGlite's own (begin, commit) are converted here.
+      let thrown: { err: unknown } | undefined;
       try {
         return await pglite.transaction((tx) =>
-          insideTransaction.run(true, () => fn({
-            query: (text, values) => run(tx, text, values),
-            exec: async (script) => {
-              await tx.exec(script).catch((err: unknown) => {
-                throw toDatabaseError(err);
-              });
-            },
-          } satisfies Transaction)),
+          insideTransaction.run(true, async () => {
+            try {
+              return await fn({
+                query: (text, values) => run(tx, text, values),
+                exec: async (script) => {
+                  await tx.exec(script).catch((err: unknown) => {
+                    throw toDatabaseError(err);
+                  });
+                },
+              } satisfies Transaction);
+            } catch (err) {
+              thrown = { err };
+              throw err;
+            }
+          }),
         );
       } catch (err) {
+        if (thrown && err === thrown.err) throw err;
         throw toDatabaseError(err);
       }
     },

@@ -283,7 +283,7 @@ export class Batch {
   private start(task: Task): void {
     task.state = 'running';
     this.active++;
-    void this.runTask(task);
+    this.runTask(task);
   }
 
   private runTask(task: Task): void {

@@ -3,7 +3,7 @@ import { commissionCents, commissionProcessor } from '../../src/demo/commission.
 import { sellerNotifierClient } from '../../src/demo/seller-notifier.js';
 import { effectLedger } from '../../src/processing/effect-admin.js';
 import { parkedEvents } from '../../src/processing/parking.js';
-import { defineProcessor } from '../../src/processing/processor.js';
+import { defineProcessor, type HandlerContext } from '../../src/processing/processor.js';
 import { runReplay } from '../../src/processing/replay-runner.js';
 import { runDiff } from '../../src/processing/run-diff.js';
 import { backends } from '../support/databases.js';
@@ -169,6 +169,30 @@ describe.each(backends())('replay on $name', (backend) => {
     expect(summary.counters['already-recorded']).toBeUndefined();
     expect(calls).toContain(`${last.id}:notify-seller`);
     expect((await effectLedger(store).list({ state: 'done' })).map((e) => e.key).sort()).toEqual(events.map((e) => `${e.id}:notify-seller`).sort());
+  });
+
+  it('refuses an effect asked after ctx.tx, though the ledger already records it', async () => {
+    const store = await storeOn(backend);
+    await payOrders(store, makeOrders(3));
+    const notify = (ctx: HandlerContext) => ctx.effect('notify-seller', async (key) => ({ delivered: key }));
+    const first = defineProcessor({ name: 'commissions', handlers: { 'order.paid': async (_event, ctx) => void (await notify(ctx)) } });
+    expect((await runReplay(first, { store, runId: 'records', policy: apply })).counters).toMatchObject({ applied: 3 });
+    // The same handler with its effect after a statement in the batch's transaction: refused
+    // whatever the ledger holds, so a handler does not pass on a replay and fail on its first run.
+    const late = defineProcessor({
+      name: 'commissions',
+      handlers: {
+        'order.paid': async (_event, ctx) => {
+          await ctx.tx.query('select 1');
+          await notify(ctx);
+        },
+      },
+    });
+    const summary = await runReplay(late, { store, runId: 'late', policy: apply });
+    expect(summary.counters).toMatchObject({ events: 3, parked: 3 });
+    expect(summary.counters['already-recorded']).toBeUndefined();
+    const parked = await parkedEvents(store).list({ runId: 'late' });
+    expect(parked.map((event) => event.error)).toEqual(Array(3).fill(expect.stringContaining('ask for effects first')));
   });
 
   it('continues a run id from its checkpoint', async () => {
