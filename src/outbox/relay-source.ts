@@ -3,7 +3,7 @@ import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
 import type { BrokerMessage } from '../brokers/message.js';
 import type { LogCheckpoint } from '../store/event.js';
-import { frontierSql } from '../store/sql.js';
+import { eventFrontierSql } from '../store/sql.js';
 import { eventsChannel } from '../store/subscribe.js';
 import { outboxChannel } from './outbox.js';
 import { outboxSql, partitionOf } from './sql.js';
@@ -88,7 +88,7 @@ export function eventLogSource(db: Database, schema: string, selection: EventLog
       e.metadata->>'traceparent', floor(extract(epoch from e.occurred_at) * 1000), e.stream_id, ${partition})::text as message`;
   const filter = `($5::text[] is null or e.type = any($5::text[])) and ($6::text is null or starts_with(e.stream_id, $6))`;
   const readBatch = `select ${json(`${partitionOf('e.stream_id', '$4')}::int`, '$7')} from ${s}.events e
-    where (e.tx_order, e.position) > ($1, $2) and e.tx_order < ${frontierSql(s)} and ${filter}
+    where (e.tx_order, e.position) > ($1, $2) and e.tx_order < ${eventFrontierSql(s)} and ${filter}
       and ${partitionOf('e.stream_id', '$4')} = any($8::int[])
     order by e.tx_order, e.position limit $3`;
   const byPositions = `select ${json('0', '$4')} from ${s}.events e where e.position = any($1::bigint[]) and ${filter.replace(/\$5/g, '$2').replace(/\$6/g, '$3')}

@@ -1,4 +1,4 @@
-import { frontierSql } from '../store/sql.js';
+import { eventFrontierSql, frontierSql } from '../store/sql.js';
 
 /** A row's partition among `count` (an expression), the same hash the processors' partitions use. */
 export function partitionOf(key: string, count: string): string {
@@ -49,7 +49,7 @@ export function outboxSql(s: string) {
     readBatch: `select ${outboxRowJson(`case when $5::int[] is null then 0 else ${partitionOf(AGGREGATE_KEY, '$4')}::int end`)}
       from ${s}.outbox o
       where (o.tx_order, o.position) > ($1, $2)
-        and o.tx_order < ${frontierSql(s)}
+        and o.tx_order < ${eventFrontierSql(s)}
         and ($5::int[] is null or ${partitionOf(AGGREGATE_KEY, '$4')} = any($5::int[]))
       order by o.tx_order, o.position
       limit $3`,

@@ -3,6 +3,7 @@ import type { Queryable, QueryResult } from '../db/database.js';
 import { isDatabaseUnavailable } from '../db/database-error.js';
 import { ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
+import { markAppendsNothing } from '../store/sql.js';
 import { releaseChannel } from '../store/subscribe.js';
 import { runEffectRound, recordEffectOutcomes, settledEffect, type EffectOutcomes, type EffectRequest, type KnownEffects } from './effect-round.js';
 import { toGuardValues } from './guards.js';
@@ -199,7 +200,7 @@ export class Batch {
     await this.settle(this.run.db);
     const last = this.tasks[this.tasks.length - 1]!.event;
     let parked: Task[] = [];
-    const write = async (tx: Queryable, plan: CommitPlan) => {
+    const write = async (tx: Queryable, plan: CommitPlan, holdsReaders: boolean) => {
       parked = plan.parked;
       if (this.unpark.length > 0) await tx.query(this.run.sql.unparkMany, [this.run.runId, this.unpark]);
       await plan.writeState?.(tx);
@@ -207,7 +208,7 @@ export class Batch {
       await this.park(tx, plan.parked);
       await saveProgress(this.run, tx, this.counters, checkpointing, last);
       // Delivered as it commits: a live runner waiting on events this transaction held back reads them then.
-      await tx.query('select pg_notify($1, $2)', [releaseChannel(this.run.schema), ''], { prepare: true });
+      if (holdsReaders) await tx.query('select pg_notify($1, $2)', [releaseChannel(this.run.schema), ''], { prepare: true });
     };
     try {
       if (this.statements.length > 0) {
@@ -217,7 +218,7 @@ export class Batch {
           await this.holdStreams(tx);
           this.transaction = tx;
           await this.settle(tx);
-          await write(tx, this.plan());
+          await write(tx, this.plan(), true);
         });
       } else {
         const plan = this.plan();
@@ -234,7 +235,10 @@ export class Batch {
           await pipeline?.previous;
           await this.run.db.transaction(async (tx) => {
             await this.holdStreams(tx);
-            await write(tx, plan);
+            // No handler's statement runs in it, so it appends nothing: readers of the log need
+            // not wait for it (a live run beside a replay writing its rows), nor be told it ended.
+            await tx.query(markAppendsNothing, undefined, { prepare: true });
+            await write(tx, plan, false);
           });
         }
       }

@@ -1,4 +1,4 @@
-import { frontierSql } from '../store/sql.js';
+import { eventFrontierSql } from '../store/sql.js';
 
 /** Advisory-lock class ids: runner liveness tokens, and partition leases of live runs. */
 export const RUNNER_LOCK_CLASS = 1918989172;
@@ -126,7 +126,7 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
      * With projections in $14 (a replay, once its handlers wrote to them), the rows of those its
      * events wrote last (`stored`), as the probe would answer them.
      */
-    readBatch: `with fr as materialized (select ${frontierSql(s)} as frontier),
+    readBatch: `with fr as materialized (select ${eventFrontierSql(s)} as frontier),
       e as (
         select e.*, case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end as partition
         ${nextEvents}),

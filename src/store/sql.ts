@@ -5,9 +5,45 @@
  * commit. The stream row is the lock that orders appends to one stream; `tx_order` is raised to
  * the stream's previous value so the global order never reverses a stream's versions.
  */
-/** The lowest transaction order a reader must not pass: the oldest running transaction's. */
+/** The oldest transaction running anywhere in the cluster, as a transaction order: nothing below it can still change. */
 export function frontierSql(s: string): string {
   return `(select pg_snapshot_xmin(pg_current_snapshot())::text::bigint + tx_order_offset from ${s}.store_settings)`;
+}
+
+/**
+ * Advisory-lock class of the mark a transaction takes to say it appends no events and writes no
+ * outbox rows ({@link markAppendsNothing}), keyed by its own transaction id.
+ */
+export const APPENDS_NOTHING_LOCK_CLASS = 1918989174;
+
+/**
+ * The mark, as a transaction's first statement: it takes the transaction's id and a lock keyed by
+ * it (its low 31 bits: two transactions running at once are never 2^31 ids apart), held until the
+ * transaction ends. Only a transaction that will not append an event or write an outbox row may
+ * take it (a batch of handlers' writes: rows, ledger outcomes, checkpoints).
+ */
+export const markAppendsNothing = `select pg_advisory_xact_lock(${APPENDS_NOTHING_LOCK_CLASS}, (pg_current_xact_id()::text::bigint & 2147483647)::int)`;
+
+/**
+ * The lowest transaction order a reader of the log (or of the outbox, ordered the same way) must
+ * not pass: the oldest running transaction that may still append, as {@link frontierSql} but
+ * past transactions that hold {@link markAppendsNothing}. A processor's batch writing its rows
+ * then holds no reader back.
+ *
+ * Exact, with no race: a transaction takes its mark after its id, so a reader that sees the id
+ * without the mark waits for it, as it would for any transaction; the mark is held to the
+ * transaction's end; and a lock keyed by an id is only ever taken by the transaction with that
+ * id. The reader's own transaction, when it has an id, is not in its snapshot's list of running
+ * ones and bounds the frontier as the snapshot's xmin does. The lock table is read only when a
+ * transaction is running.
+ */
+export function eventFrontierSql(s: string): string {
+  const marked = `array(select l.objid::bigint from pg_locks l
+      where l.locktype = 'advisory' and l.classid = ${APPENDS_NOTHING_LOCK_CLASS}::oid and l.objsubid = 2 and l.granted)`;
+  return `(select least(pg_current_xact_id_if_assigned(),
+        (select min(x) from pg_snapshot_xip(c.snap) x where (x::text::bigint & 2147483647) <> all (${marked})),
+        pg_snapshot_xmax(c.snap))::text::bigint + (select tx_order_offset from ${s}.store_settings)
+      from (select pg_current_snapshot() as snap) c)`;
 }
 
 export function eventStoreSql(s: string) {
@@ -69,7 +105,7 @@ select (select version from stream) as stream_version,
     readAll: `select position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at
       from ${s}.events
       where (tx_order, position) > ($1, $2)
-        and tx_order < ${frontierSql(s)}
+        and tx_order < ${eventFrontierSql(s)}
         and ($4::text[] is null or type = any($4::text[]))
         and ($5::timestamptz is null or occurred_at >= $5)
         and ($6::timestamptz is null or occurred_at < $6)
@@ -77,9 +113,7 @@ select (select version from stream) as stream_version,
       limit $3`,
 
     /** Committed events a reader cannot deliver yet, and what holds them back. */
-    readerDelay: `with frontier as (
-        select pg_snapshot_xmin(pg_current_snapshot())::text::bigint + tx_order_offset as tx_order from ${s}.store_settings
-      )
+    readerDelay: `with frontier as (select ${eventFrontierSql(s)} as tx_order)
       select (select count(*) from ${s}.events, frontier where events.tx_order >= frontier.tx_order) as held_back,
              (select extract(epoch from now() - min(xact_start)) * 1000 from pg_stat_activity
                where backend_xid is not null and pid <> pg_backend_pid()) as oldest_writer_ms,

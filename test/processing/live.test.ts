@@ -7,6 +7,7 @@ import { parkedEvents } from '../../src/processing/parking.js';
 import { defineProcessor } from '../../src/processing/processor.js';
 import { runReplay } from '../../src/processing/replay-runner.js';
 import { RUNNER_LOCK_CLASS } from '../../src/processing/sql.js';
+import { markAppendsNothing } from '../../src/store/sql.js';
 import { backends, postgresBackend } from '../support/databases.js';
 import { notifierForFile } from '../support/notifier.js';
 import { commissions, makeOrders, payOrders } from '../support/orders.js';
@@ -243,6 +244,43 @@ describe.skipIf(!postgres)('live runners sharing work on real PostgreSQL', () =>
     }
     // Without the batch's notice, each waits about 50 ms for the next retry.
     expect(delays.sort((a, b) => a - b)[1]).toBeLessThan(30);
+  });
+
+  it('handles new events while a replay’s batch transaction is still writing its rows', async () => {
+    const store = await storeOn(postgres!);
+    const handled: string[] = [];
+    const live = defineProcessor({ name: 'beside-rows', handlers: { 'order.placed': async (event) => void handled.push(event.streamId) } });
+    const rows = defineProcessor({
+      name: 'rows-replay',
+      handlers: { 'order.paid': (event, ctx) => ctx.upsert('paid', event.streamId, { run: ctx.runId }, { version: event.streamVersion }).then(() => undefined) },
+    });
+    await store.append('paid-1', [{ type: 'order.paid', data: {} }]);
+    await store.append('paid-2', [{ type: 'order.paid', data: {} }]);
+    await runReplay(rows, { store, runId: 'rows-first', policy: {} });
+    const runner = await runLive(live, { store, policy: {}, pollIntervalMs: 10_000 });
+    // Another writer holds the second row the replay writes again: the replay's batch transaction
+    // waits on it, its id taken by the first. The writer appends nothing and says so, or it would
+    // hold readers back itself.
+    const locker = await store.db.connect();
+    let replay: Promise<unknown> | undefined;
+    try {
+      await until(() => runner.partitions.length > 0, 'the runner holding its partitions');
+      await locker.query('begin');
+      await locker.query(markAppendsNothing);
+      await locker.query(`select 1 from "${store.schema}".projections where projection = 'paid' and key = 'paid-2' for update`);
+      replay = runReplay(rows, { store, runId: 'rows-again', policy: {} });
+      const waiting = async () =>
+        (await store.db.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and backend_xid is not null and query like '%projections%'`)).rows.length > 0;
+      await until(waiting, 'the replay’s batch waiting on the row');
+      await store.append('placed-1', [{ type: 'order.placed', data: {} }]);
+      await until(() => handled.length === 1, 'the live run handling the event while the batch is open', 3_000);
+      expect(await waiting()).toBe(true);
+    } finally {
+      await locker.query('rollback').catch(() => undefined);
+      await locker.release();
+      await replay;
+      await runner.stop();
+    }
   });
 
   it('takes over a release reservation at once when its owner is dead, and sweeps a keep one to uncertain', async () => {

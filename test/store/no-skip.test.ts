@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyError, TransactionIdsRewoundError } from '../../src/errors.js';
+import type { Database, Transaction } from '../../src/db/database.js';
+import type { RecordedEvent } from '../../src/store/event.js';
 import { createEventStore } from '../../src/store/event-store.js';
+import { APPENDS_NOTHING_LOCK_CLASS, markAppendsNothing } from '../../src/store/sql.js';
 import { freshSchema, postgresBackend } from '../support/databases.js';
 
 const postgres = postgresBackend();
@@ -9,6 +12,30 @@ function deferred() {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/**
+ * A transaction that runs `begin` and stays open until `close`, which runs `end` in it first and
+ * commits. Resolves once `begin` ran.
+ */
+async function openTransaction(db: Database, begin: (tx: Transaction) => Promise<unknown>) {
+  const closing = deferred();
+  let end: ((tx: Transaction) => Promise<unknown>) | undefined;
+  const opened = deferred();
+  const done = db.transaction(async (tx) => {
+    await begin(tx);
+    opened.resolve();
+    await closing.promise;
+    await end?.(tx);
+  });
+  await Promise.race([opened.promise, done]);
+  return {
+    async close(last?: (tx: Transaction) => Promise<unknown>) {
+      end = last;
+      closing.resolve();
+      await done;
+    },
+  };
 }
 
 describe.skipIf(!postgres)('reading past open transactions on real PostgreSQL', () => {
@@ -59,6 +86,54 @@ describe.skipIf(!postgres)('reading past open transactions on real PostgreSQL', 
     await early;
     const order = (await store.readAll()).filter((event) => event.streamId === 'shared').map((event) => event.streamVersion);
     expect(order).toEqual([1, 2, 3]);
+  });
+
+  it('reads past a transaction marked as appending nothing, and never past an older one that may append', async () => {
+    const { db, schema } = await freshSchema(postgres!);
+    const store = createEventStore(db, { schema });
+    await store.append('before', [{ type: 'n', data: {} }]);
+    // A processor's batch: marked, then writing rows of its own, open while events are appended.
+    const marked = await openTransaction(db, async (tx) => {
+      await tx.query(markAppendsNothing);
+      await tx.query(`create table ${schema}.batch_rows (n int)`);
+    });
+    try {
+      await store.append('past-marked', [{ type: 'n', data: {} }]);
+      expect((await store.readAll()).map((event) => event.streamId)).toEqual(['before', 'past-marked']);
+      expect((await store.readerDelay()).heldBack).toBe(0);
+
+      // An unmarked transaction that took its id, and so may still append below later events.
+      const writer = await openTransaction(db, (tx) => tx.query('select pg_current_xact_id()'));
+      let visible: RecordedEvent[] = [];
+      try {
+        await store.append('after-writer', [{ type: 'n', data: {} }]);
+        visible = await store.readAll();
+        expect(visible.map((event) => event.streamId)).toEqual(['before', 'past-marked']);
+        expect((await store.readerDelay()).heldBack).toBe(1);
+      } finally {
+        await writer.close((tx) => store.append('late', [{ type: 'n', data: {} }], { tx }));
+      }
+      // The late event sorts before the one committed first: nothing was read past it.
+      expect((await store.readAll({ after: visible[1] })).map((event) => event.streamId)).toEqual(['late', 'after-writer']);
+    } finally {
+      await marked.close();
+    }
+  });
+
+  it('holds readers back for a transaction that holds the mark of another transaction’s id', async () => {
+    const { db, schema } = await freshSchema(postgres!);
+    const store = createEventStore(db, { schema });
+    const impostor = await openTransaction(db, async (tx) => {
+      const { rows } = await tx.query<{ id: string }>('select pg_current_xact_id()::text as id');
+      await tx.query('select pg_advisory_xact_lock($1, (($2::bigint + 1) & 2147483647)::int)', [APPENDS_NOTHING_LOCK_CLASS, rows[0]!.id]);
+    });
+    try {
+      await store.append('held', [{ type: 'n', data: {} }]);
+      expect(await store.readAll()).toEqual([]);
+    } finally {
+      await impostor.close();
+    }
+    expect((await store.readAll()).map((event) => event.streamId)).toEqual(['held']);
   });
 
   it('lets exactly one of 20 concurrent appends with the same expected version win', async () => {
