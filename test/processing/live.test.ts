@@ -8,6 +8,7 @@ import { defineProcessor } from '../../src/processing/processor.js';
 import { runReplay } from '../../src/processing/replay-runner.js';
 import { RUNNER_LOCK_CLASS } from '../../src/processing/sql.js';
 import { markAppendsNothing } from '../../src/store/sql.js';
+import { eventsChannel } from '../../src/store/subscribe.js';
 import { backends, postgresBackend } from '../support/databases.js';
 import { notifierForFile } from '../support/notifier.js';
 import { commissions, makeOrders, payOrders } from '../support/orders.js';
@@ -196,6 +197,39 @@ describe.skipIf(!postgres)('live runners sharing work on real PostgreSQL', () =>
     } finally {
       await open.query('rollback').catch(() => undefined);
       await open.release();
+      await runner.stop();
+    }
+  });
+
+  it('reads again after a batch: an event committed while it ran is handled without its notification', async () => {
+    const store = await storeOn(postgres!);
+    const s = `"${store.schema}"`;
+    // An append written by SQL, as another writer might: nothing notifies the runner of it.
+    const appendQuietly = (streamId: string) =>
+      store.db.query(`with s as (insert into ${s}.streams (stream_id, version, tx_order) values ($1, 1, pg_current_xact_id()::text::bigint) returning tx_order)
+        insert into ${s}.events (tx_order, stream_id, stream_version, id, type, data, occurred_at)
+        select tx_order, $1, 1, gen_random_uuid(), 'order.paid', '{}', now() from s`, [streamId]);
+    const handled: string[] = [];
+    const processor = defineProcessor({
+      name: 'drains',
+      handlers: {
+        'order.paid': async (event) => {
+          handled.push(event.streamId);
+          if (event.streamId === 'first') await appendQuietly('second');
+        },
+      },
+    });
+    const runner = await runLive(processor, { store, policy: {}, pollIntervalMs: 10_000 });
+    try {
+      await until(() => runner.partitions.length > 0, 'the runner holding its partitions');
+      // Its first read done, the runner waits: one notification, for the first event only, wakes
+      // it, and the next poll is 10 s away.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await appendQuietly('first');
+      await store.db.query('select pg_notify($1, $2)', [eventsChannel(store.schema), '']);
+      await until(() => handled.length === 2, 'the event committed while the first batch ran', 5_000);
+      expect(handled).toEqual(['first', 'second']);
+    } finally {
       await runner.stop();
     }
   });
