@@ -30,18 +30,20 @@ export const markAppendsNothing = `select pg_advisory_xact_lock(${APPENDS_NOTHIN
  * past transactions that hold {@link markAppendsNothing}. A processor's batch writing its rows
  * then holds no reader back.
  *
- * Exact, with no race: a transaction takes its mark after its id, so a reader that sees the id
- * without the mark waits for it, as it would for any transaction; the mark is held to the
- * transaction's end; and a lock keyed by an id is only ever taken by the transaction with that
- * id. The reader's own transaction, when it has an id, is not in its snapshot's list of running
- * ones and bounds the frontier as the snapshot's xmin does. The lock table is read only when a
- * transaction is running.
+ * Whether a running transaction holds its mark is asked of the lock itself: a shared try of the
+ * mark's key fails only while a transaction holds the mark, and when it succeeds the reader lets
+ * go of it at once (a session lock, so no transaction of the reader's keeps it). Exact, with no
+ * race: a transaction takes its mark after its id, so a reader that sees the id before the mark
+ * waits for it, as it would for any transaction; the mark is held to the transaction's end; and
+ * a mark keyed by an id is only ever taken by the transaction with that id. The reader's own
+ * transaction, when it has an id, is not in its snapshot's list of running ones and bounds the
+ * frontier as the snapshot's xmin does.
  */
 export function eventFrontierSql(s: string): string {
-  const marked = `array(select l.objid::bigint from pg_locks l
-      where l.locktype = 'advisory' and l.classid = ${APPENDS_NOTHING_LOCK_CLASS}::oid and l.objsubid = 2 and l.granted)`;
+  const key = `${APPENDS_NOTHING_LOCK_CLASS}, (x::text::bigint & 2147483647)::int`;
+  const marked = `case when pg_try_advisory_lock_shared(${key}) then not pg_advisory_unlock_shared(${key}) else true end`;
   return `(select least(pg_current_xact_id_if_assigned(),
-        (select min(x) from pg_snapshot_xip(c.snap) x where (x::text::bigint & 2147483647) <> all (${marked})),
+        (select min(x) from pg_snapshot_xip(c.snap) x where not ${marked}),
         pg_snapshot_xmax(c.snap))::text::bigint + (select tx_order_offset from ${s}.store_settings)
       from (select pg_current_snapshot() as snap) c)`;
 }
