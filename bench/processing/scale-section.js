@@ -41,24 +41,29 @@ commit-to-handled runs from the append resolving to the live handler receiving t
   processes started together with one run id, timed from the first process's start to the last
   one's end.
 
-The live run sees an event only below the oldest transaction open in the cluster (the no-skip
-frontier): a replay's batch transaction holds its events back until it commits. Each batch's
-write transaction notifies as it commits, and a live runner holding back events reads again on
-that notice; behind any other transaction it reads again 2 ms after finding its events held back
-(doubling to 100 ms while they stay held), rather than at the next notification. The notice took
-the live run's p50 beside the replay from 6.3–6.5 ms to 4.4–4.7 ms (three alternating runs each,
-on 2026-12-03); its p99 stayed within the runs' noise. Before the probe of stored rows and the batch read were
-planned per execution, the plan prepared while the commission table was empty scanned it whole
-for every batch as it grew: the replay beside live ran at about 25,000 events/s and the live
-run's p99 was about 7× its idle value.
+The live run sees an event only below the oldest running transaction that may still append one
+(the no-skip frontier). A replay's batch transaction marks itself as appending nothing (an
+advisory lock keyed by its own transaction id, docs/operations.md), so readers pass it: it no
+longer holds the live run's events back while it writes its rows, 15 ms at the median and 37 ms at
+p99 for 1,000 new rows on this machine. A live runner also reads again as soon as a batch is done,
+rather than when the next notification arrives a few milliseconds after its event's commit. On
+2026-12-05, on one machine, three runs of this section each (six for the last row: three, then
+the table's):
 
-Row (e) moves with the machine's load more than with the code. On 2026-12-03, alternating one run
-each, the code before the reads ahead of the section above (ec38499) measured a live p99 beside
-the replay of 27.9 and 19.1 ms (idle 10.9 and 10.7), this code 30.0 and 23.1 (idle 11.4 and
-10.7); on 2026-12-02 the same row measured 1.60× to 2.10×. The table is the run of 2026-12-04, on
-a new machine of this size with the effect and ledger cuts of the section above: 19.2 to 20.2 ms
-beside the replay, 10.4 to 10.9 idle. Most of the live run's added wait is the replay's batch
-transactions holding the frontier while they write their rows.
+| code | live p99 beside the replay | idle p99 | ratio | live p50 beside / idle |
+| :-- | --: | --: | --: | --: |
+| before (e649d4b) | 26.1 to 39.0 ms | 11.5 to 13.4 ms | 2.27× to 2.95× | 5.9 to 7.5 / 3.9 to 4.7 ms |
+| with the mark | 22.6 to 26.1 ms | 12.9 to 15.9 ms | 1.42× to 2.02× | 6.8 to 7.2 / 5.7 to 5.9 ms |
+| with the mark and the read after each batch | 19.9 to 23.5 ms | 10.8 to 12.6 ms | 1.79× to 1.94× | 4.0 to 5.6 / 3.1 to 4.5 ms |
+
+What is left of the live run's added wait is the cores: the replay keeps both busy (its process
+and its PostgreSQL backends), and each step of a live event's way (the append's commit, the
+notification, the read, the handler, the commit) waits its turn for one. Committing the
+replay's batches without waiting for the WAL's flush was tried and measured no difference (three
+alternating runs each: 1.41× to 1.79× against 1.46× to 1.85×), so left out. Before the probe of
+stored rows and the batch read were planned per execution, the plan prepared while the commission
+table was empty scanned it whole for every batch as it grew: the replay beside live ran at about
+25,000 events/s and the live run's p99 was about 7× its idle value.
 
 Row (i): one process holding every partition reads two batches ahead with their stored rows, and
 keeps both cores busy (Node with the handlers, PostgreSQL with the reads); a second process on
@@ -78,5 +83,21 @@ ahead and the stored rows measured the same (two at 94,400 and 95,800, one at 10
 109,800), and matching the entries and rows to the batch's own events in SQL was slower (the
 planner looked each one up); both were left out. The table's run, of the code with the cuts of
 the section above: one process 97,600 to 108,900 events/s, two 86,800 to 97,400.
+
+On 2026-12-05, on another machine of the same size, where one process replayed 55,000 to 69,000
+events/s, the whole machine was profiled over one run of each (\`perf record -a\`, 1,000,000
+events). One process used about 25 s of CPU in all (Node 10 s, PostgreSQL 15 s) and left the
+machine 13% idle; two used 30 to 34 s and left it 3% idle. PostgreSQL's part grew most: processes
+sharing a run find the rows their handlers write with a probe, 1,000 index descents a batch
+(\`_bt_first\`: 0.2 s of CPU for one process, 2.6 s for two), where one process alone reads them
+with its events in one range scan; and each filtered read passes the other's events. With 13% of
+the machine idle, a second process can only win if sharing costs less than that; here it costs
+20 to 30%. Two ways around it were built and measured no faster, so left out: reading each
+partition's events on an index by stream bucket (\`((hashtext(stream_id) & 7), tx_order,
+position)\`, one index range per partition, none of another partition's events scanned; its heap
+reads are scattered, and its rows must still be looked up by event position, 1,000 descents
+again: two processes ran 57,100 to 58,200 events/s against 62,000 to 63,000 before), and bringing
+a shared read's rows by their events' positions, with two reads ahead (four alternating pairs:
+49,700 to 67,100 events/s against 57,600 to 68,600 with the probe).
 `,
 };

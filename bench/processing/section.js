@@ -99,11 +99,29 @@ id hashed per lookup); and a handler's call is followed by one promise reaction 
 async function of its own. Alternating the two builds in one process over one filled schema (12 runs
 each, paired), (a) ran 1.11× and (c) 1.10× as fast as before, with 14% and 17% less CPU in Node.
 
-The table above is that code's run on 2026-12-04. Its five runs ranged from 82,300 to 98,600
+That code's run on 2026-12-04 made the table then: (a) 90,291 and (c) 97,259 events/s against a
+raw scan of 208,643, 0.43× and 0.47×. Its five runs ranged from 82,300 to 98,600
 events/s for (a), 88,200 to 112,900 for (c), and 175,500 to 223,900 for the raw scan: per run,
 (a) read 0.40× to 0.49× and (c) 0.39× to 0.53×. With this machine's noise the medians meet the
 target in most runs of the bench, not in every one: the run just before, of the same code, read
 0.39× for both against a raw scan of 242,300 events/s.
+
+On 2026-12-05, on another machine of this size, the table above is the run of the code with the
+frontier mark and the live runner's read after each batch (section below). Its five runs ranged
+from 52,200 to 69,600 events/s for (a), 56,400 to 68,300 for (c), and 151,600 to 189,900 for the
+raw scan: per run, (a) read 0.31× to 0.42× and (c) 0.30× to 0.45×. The code of the day before
+(e649d4b), alternated with it in four runs of one each, measured (a) 60,400 to 63,000 events/s
+against this code's 53,700 to 65,000, and (c) 58,700 to 76,700 against 60,000 to 72,200: the same within this machine's
+noise, and as far from 0.4× here, where the raw scan reads relatively faster than on the machine
+of 2026-12-04. The frontier's first form read \`pg_locks\` whenever a transaction was running, and
+that cost a read 1.4 ms of backend CPU (9.6 against 8.2 ms per batch, backend CPU from \`/proc\`,
+four alternating rounds of 60 reads); asking each running transaction's mark lock instead is
+within noise of the plain frontier. A machine-wide profile of one replay of 1,000,000 recorded
+events (\`perf record -a\`) put 35% of the samples in Node, 48% in PostgreSQL and 15% idle.
+PostgreSQL's time is as much in the kernel as in its own code: page faults and copies of each
+batch's 250 kB JSON value (the materialized row that holds it, \`heap_form_minimal_tuple\`, and the
+\`memset\` of fresh allocations), and reads from the operating system's page cache, since the
+default \`shared_buffers\` (128 MB) holds less than the events and the rows.
 
 The raw scan moves with the machine's load much more than the replay does, and this machine's
 hypervisor takes 5 to 13% of its CPU (\`vmstat\`'s \`st\`) during a replay: the ratios read higher
