@@ -36,7 +36,8 @@ export function eventsChannel(schema: string): string {
 }
 
 /**
- * The channel a batch's write transaction notifies on as it commits, one per schema: events
+ * The channel a batch's write transaction notifies on as it commits, one per schema, when it held
+ * readers back (it ran handlers' own statements, so took no mark of appending nothing): events
  * committed while it was open, held back behind it (the no-skip frontier), may be read now.
  */
 export function releaseChannel(schema: string): string {
