@@ -16,13 +16,18 @@ export function frontierSql(s: string): string {
  */
 export const APPENDS_NOTHING_LOCK_CLASS = 1918989174;
 
+/** The advisory lock key (both halves) of the mark of the transaction whose id is `xid` (an xid8 expression). */
+function markKey(xid: string): string {
+  return `${APPENDS_NOTHING_LOCK_CLASS}, (${xid}::text::bigint & 2147483647)::int`;
+}
+
 /**
  * The mark, as a transaction's first statement: it takes the transaction's id and a lock keyed by
  * it (its low 31 bits: two transactions running at once are never 2^31 ids apart), held until the
  * transaction ends. Only a transaction that will not append an event or write an outbox row may
  * take it (a batch of handlers' writes: rows, ledger outcomes, checkpoints).
  */
-export const markAppendsNothing = `select pg_advisory_xact_lock(${APPENDS_NOTHING_LOCK_CLASS}, (pg_current_xact_id()::text::bigint & 2147483647)::int)`;
+export const markAppendsNothing = `select pg_advisory_xact_lock(${markKey('pg_current_xact_id()')})`;
 
 /**
  * The lowest transaction order a reader of the log (or of the outbox, ordered the same way) must
@@ -40,7 +45,7 @@ export const markAppendsNothing = `select pg_advisory_xact_lock(${APPENDS_NOTHIN
  * frontier as the snapshot's xmin does.
  */
 export function eventFrontierSql(s: string): string {
-  const key = `${APPENDS_NOTHING_LOCK_CLASS}, (x::text::bigint & 2147483647)::int`;
+  const key = markKey('x');
   const marked = `case when pg_try_advisory_lock_shared(${key}) then not pg_advisory_unlock_shared(${key}) else true end`;
   return `(select least(pg_current_xact_id_if_assigned(),
         (select min(x) from pg_snapshot_xip(c.snap) x where not ${marked}),
