@@ -66,26 +66,32 @@ type RunEventJson = [
 type LedgerJson = [event: number | string, effectType: number, state: string];
 
 interface RunEventsRow {
-  events: string;
+  events: string | null;
   n: number;
   ledger: string | null;
 }
 
-/** Events and their ledger entries as a run reads them, each batch one JSON array (see the SQL's runEventsJson). */
+/**
+ * The array whose items the SQL sent without brackets (processing/sql.ts, `jsonItems`): none when
+ * null. Adding them here costs one copy of the text; on the server, two.
+ */
+export function parseJsonItems<Item>(items: string | null): Item[] {
+  return items === null ? [] : (JSON.parse(`[${items}]`) as Item[]);
+}
+
+/** Events and their ledger entries as a run reads them, each batch one JSON text (see the SQL's runEventsJson). */
 function decode(row: RunEventsRow, handled: readonly string[], applied: readonly string[]): { events: PartitionedEvent[]; ledger: KnownEffects } {
   const events = decodeEvents(row.events, handled);
   if (events.length !== row.n) throw new Error(`a batch of ${row.n} events decoded to ${events.length}`);
   const ledger = new Map<number, Record<string, string>>();
-  if (row.ledger !== null) {
-    let positions: Map<string, number> | undefined;
-    for (const [event, typeIndex, state] of JSON.parse(row.ledger) as LedgerJson[]) {
-      const position = typeof event === 'number' ? event : (positions ??= new Map(events.map((e) => [e.id, e.position]))).get(event);
-      if (position === undefined) continue;
-      const effectType = applied[typeIndex]!;
-      const entries = ledger.get(position);
-      if (entries) entries[effectType] = state;
-      else ledger.set(position, { [effectType]: state });
-    }
+  let positions: Map<string, number> | undefined;
+  for (const [event, typeIndex, state] of parseJsonItems<LedgerJson>(row.ledger)) {
+    const position = typeof event === 'number' ? event : (positions ??= new Map(events.map((e) => [e.id, e.position]))).get(event);
+    if (position === undefined) continue;
+    const effectType = applied[typeIndex]!;
+    const entries = ledger.get(position);
+    if (entries) entries[effectType] = state;
+    else ledger.set(position, { [effectType]: state });
   }
   return { events: inLogOrder(events), ledger };
 }
@@ -101,8 +107,8 @@ export function inLogOrder<Event extends LogCheckpoint>(events: Event[]): Event[
   return events;
 }
 
-function decodeEvents(json: string, handled: readonly string[]): PartitionedEvent[] {
-  const rows = JSON.parse(json) as RunEventJson[];
+function decodeEvents(json: string | null, handled: readonly string[]): PartitionedEvent[] {
+  const rows = parseJsonItems<RunEventJson>(json);
   const events = new Array<PartitionedEvent>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const [position, txOrder, streamId, streamVersion, id, type, data, metadata, occurredMs, recordedMs, partition] = rows[i]!;
@@ -156,7 +162,7 @@ export async function readRunBatch(
     blocked: new Set(row.blocked),
     heldBack: row.held,
     frontier: row.frontier,
-    stored: row.stored === null ? undefined : (JSON.parse(row.stored) as PreloadedRow[]),
+    stored: row.stored === null ? undefined : parseJsonItems<PreloadedRow>(row.stored),
   };
 }
 

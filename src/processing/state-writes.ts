@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/database.js';
 import type { Suspended } from './batch.js';
 import { guardAfter, guardAllows, type GuardValues } from './guards.js';
-import type { PreloadedRow } from './read-batch.js';
+import { parseJsonItems, type PreloadedRow } from './read-batch.js';
 import type { Counters, RunContext } from './run-context.js';
 
 /** A state write a handler asked for. `order` is its place in the batch: event order, then call order. */
@@ -109,9 +109,7 @@ export class StateBuffer {
       // Not prepared: a plan cached while the table was small (a new projection) would scan it
       // whole for every batch once it has grown; planned each time, it looks the keys up.
       const { rows } = await target.query<{ rows: string | null }>(this.run.sql.probe, [JSON.stringify(missing.map((write) => [write.projection, write.key]))]);
-      if (rows[0]?.rows) {
-        for (const [i, doc, version, observedUs] of JSON.parse(rows[0].rows) as ProbedRow[]) this.stored.set(missing[i - 1]!.id, storedRow(doc, version, observedUs));
-      }
+      for (const [i, doc, version, observedUs] of parseJsonItems<ProbedRow>(rows[0]?.rows ?? null)) this.stored.set(missing[i - 1]!.id, storedRow(doc, version, observedUs));
     }
     requests.sort((a, b) => a.write.order - b.write.order);
     for (const request of requests) request.resolve(this.consider(request.write));
