@@ -40,12 +40,25 @@ export class PartitionLeases {
 
   async rebalance(force = false): Promise<void> {
     if (!force && Date.now() - this.lastBalance < HEARTBEAT_MS) return;
+    await this.balanceTo(await this.share());
+  }
+
+  /**
+   * Registers this runner (its heartbeat), forgets the group's dead ones, and returns the share
+   * each live runner holds. A runner holding exactly its share gives up nothing and takes nothing.
+   */
+  async share(): Promise<number> {
     this.lastBalance = Date.now();
     const { session, token } = this.runner;
     await session.query(this.sql.registerRunner, [this.group, token]);
     await session.query(this.sql.forgetDeadRunners, [this.group]);
     const { rows } = await session.query<{ n: number }>(this.sql.liveRunners, [this.group]);
-    const target = Math.ceil(this.count / Math.max(1, rows[0]?.n ?? 1));
+    return Math.ceil(this.count / Math.max(1, rows[0]?.n ?? 1));
+  }
+
+  /** Gives up partitions above `target`, highest first, and takes free ones up to it. */
+  async balanceTo(target: number): Promise<void> {
+    const { session } = this.runner;
     for (const partition of [...this.owned].sort((a, b) => b - a)) {
       if (this.owned.size <= target) break;
       await session.query(this.sql.unlockPartition, [this.lockName, partition]);

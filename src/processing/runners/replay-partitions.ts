@@ -173,9 +173,20 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
     }
   }
 
+  /**
+   * Whether the runner holds exactly its share of the partitions (the check registers it, as a
+   * heartbeat): then a rebalance would give up none and take none, and its saves and the reads
+   * it made ahead stay good, so the replay goes on without a pause.
+   */
+  async function holdsShare(): Promise<boolean> {
+    if (runner.lost || held === undefined) return false;
+    balancedAt = Date.now();
+    return leases.owned.size === (await leases.share());
+  }
+
   /** One batch, or a wait; resolves true when the whole run is done. */
   async function step(): Promise<boolean> {
-    if (Date.now() - balancedAt >= REBALANCE_MS) await rebalance();
+    if (Date.now() - balancedAt >= REBALANCE_MS && !(await holdsShare())) await rebalance();
     const work = owned.filter((partition) => !finished.has(partition));
     if (work.length === 0) {
       await settle();
