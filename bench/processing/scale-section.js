@@ -99,5 +99,8 @@ reads are scattered, and its rows must still be looked up by event position, 1,0
 again: two processes ran 57,100 to 58,200 events/s against 62,000 to 63,000 before), and bringing
 a shared read's rows by their events' positions, with two reads ahead (four alternating pairs:
 49,700 to 67,100 events/s against 57,600 to 68,600 with the probe).
+On 2026-12-06, with the read's cheaper text and the rebalance that keeps a runner's reads ahead
+(section above), one process replayed 79,447 to 79,605 events/s (67,986 the day before) and two
+66,370 to 66,809 (59,291): 0.84×, the same shape. Row (e) read 1.82×.
 `,
 };
