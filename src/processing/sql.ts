@@ -37,8 +37,19 @@ function takeable(row: string, onFailure: string): string {
           and (${row}.reserved_at < now() - $7 * interval '1 millisecond' or ${runnerIsGone(`${row}.owner_token`)})`;
 }
 
-/** A timestamp as whole epoch milliseconds (a Date's precision), exactly: extract's numeric, not date_part's float. */
-const epochMillis = (column: string) => `floor(extract(epoch from ${column}) * 1000)`;
+/**
+ * A timestamp as whole epoch microseconds, exactly. extract() answers in numeric, whose arithmetic
+ * costs about twice date_part's float8 on a batch's timestamps. The float is exact enough from
+ * 1970 to 2038: below 2^31 seconds, its rounding errors (the division into seconds, the
+ * multiplication back) add up to less than a quarter of a microsecond, so rounding finds the
+ * integer. Other timestamps take extract's numeric.
+ */
+const epochMicros = (column: string) => `case when ${column} >= '1970-01-01Z' and ${column} < '2038-01-01Z'
+    then round(date_part('epoch', ${column}) * 1000000)::bigint else (extract(epoch from ${column}) * 1000000)::bigint end`;
+
+/** A timestamp as whole epoch milliseconds (a Date's precision), exactly ({@link epochMicros}). */
+const epochMillis = (column: string) => `case when ${column} >= '1970-01-01Z' and ${column} < '2038-01-01Z'
+    then round(date_part('epoch', ${column}) * 1000000)::bigint / 1000 else floor(extract(epoch from ${column}) * 1000)::bigint end`;
 
 /**
  * The items of a JSON array, comma-separated, without its brackets (null when there are none):
@@ -74,15 +85,15 @@ const jsonItems = (item: string) => `string_agg(${item}, ',')`;
  * thousand event ids costs a thousand index descents); the entries of other events in that range
  * come along and are never asked for. When they are spread (a filtered or shared run reading a
  * small share of the log), by event id: `= any(array(…))` keeps that lookup on its index even when
- * the planner would rather scan.
+ * the planner would rather scan. `extra` adds columns to `b`.
  */
-function runEventsJson(s: string, handled: string, types: string): string {
+function runEventsJson(s: string, handled: string, types: string, extra = ''): string {
   const ledgerRow = jsonItems(`concat_ws(',', '[' || coalesce(f.event_position::text, '"' || f.event_id || '"'), array_position(${types}, f.effect_type) - 1, '"' || f.state || '"]')`);
   return `b as not materialized (
         select ${jsonItems(`concat_ws(',', '[' || e.position, e.tx_order, to_json(e.stream_id), e.stream_version, '"' || e.id || '"',
             coalesce((array_position(${handled}, e.type) - 1)::text, to_json(e.type)::text), e.data, e.metadata,
             ${epochMillis('e.occurred_at')}, ${epochMillis('e.recorded_at')}, e.partition || ']')`)} as events,
-          count(*)::int as n, min(e.position) as lo, max(e.position) as hi, array_agg(e.id) as ids
+          count(*)::int as n, min(e.position) as lo, max(e.position) as hi, array_agg(e.id) as ids${extra}
         from e)
       select b.events, b.n,
         case when cardinality(${types}) = 0 then null
@@ -98,7 +109,7 @@ function runEventsJson(s: string, handled: string, types: string): string {
  * in the request, a read by projection and key.
  */
 const storedRows = (which: string) => jsonItems(`concat_ws(',', '[' || ${which}, p.doc, coalesce(p.version::text, 'null'),
-  coalesce((extract(epoch from p.observed_at) * 1000000)::bigint::text, 'null') || ']')`);
+  coalesce((${epochMicros('p.observed_at')})::text, 'null') || ']')`);
 
 /** A diff row the run would add: nothing before, stored as JSON null (or SQL NULL). */
 const diffNew = `before is null or before = 'null'::jsonb`;
@@ -140,16 +151,24 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
       e as (
         select e.*, case when $10::int[] is null then 0 else mod(hashtext(e.stream_id)::bigint + 2147483648, $9)::int end as partition
         ${nextEvents}),
-      ${runEventsJson(s, '$4::text[]', '$11::text[]')},
+      ${runEventsJson(s, '$4::text[]', '$11::text[]', `,
+          -- A read of some partitions keeps the stored rows of its events only (\`stored\`).
+          array_agg(e.position) filter (where $10::int[] is not null) as positions`)},
         array(select distinct p.stream_id from ${s}.parked_events p where p.run_id = $12) as blocked,
         -- Committed events of the run held back behind a transaction still open: read again soon.
         -- Asked only when the read is short of its limit: a full batch is followed by another read.
         case when b.n < $3
           then exists (select 1 from ${s}.events e where ${runEventsWhere} and e.tx_order >= (select frontier from fr)) else false end as held,
         (select frontier from fr) as frontier,
-        -- The rows of projections $14 the batch's events wrote last, when its positions are close.
-        case when cardinality($14::text[]) > 0 and b.hi - b.lo < 4 * b.n then (select ${storedRows(`to_json(p.projection), to_json(p.key)`)} from ${s}.projections p
-          where p.event_position between b.lo and b.hi and p.projection = any($14::text[])) end as stored
+        -- The rows of projections $14 the batch's events wrote last, when its positions are close:
+        -- one range scan. A read of some partitions (\$10) finds other partitions' events in its
+        -- range, and their rows, which their runners may be writing: it keeps only its events' rows.
+        case when cardinality($14::text[]) > 0 and b.hi - b.lo < 4 * b.n then
+          case when $10::int[] is null then (select ${storedRows(`to_json(p.projection), to_json(p.key)`)} from ${s}.projections p
+              where p.event_position between b.lo and b.hi and p.projection = any($14::text[]))
+            else (select ${storedRows(`to_json(p.projection), to_json(p.key)`)} from unnest(b.positions) u(position)
+              join ${s}.projections p on p.event_position = u.position
+              where p.event_position between b.lo and b.hi and p.projection = any($14::text[])) end end as stored
       from b`,
     /**
      * Whether the range has events after the checkpoint ($6, $7): held back by an open

@@ -3,7 +3,9 @@ import { defineProcessor } from '../../src/processing/processor.js';
 import { runReplay } from '../../src/processing/replay-runner.js';
 import { processingSql } from '../../src/processing/sql.js';
 import { followsOn } from '../../src/processing/runners/replay-partitions.js';
-import type { RunEvents } from '../../src/processing/read-batch.js';
+import { readRunBatch, WHOLE_LOG, type RunEvents } from '../../src/processing/read-batch.js';
+import type { RunContext } from '../../src/processing/run-context.js';
+import { LOG_START } from '../../src/store/event.js';
 import { createEventStore } from '../../src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
 
@@ -120,6 +122,66 @@ describe.each(backends())('a replay reading ahead on $name', (backend) => {
     expect(rows.map((row) => row.doc.doc)).toEqual(Array(12).fill('new'));
     // Each row names the position of the event whose write it holds.
     expect(rows.map((row) => Number(row.event_position))).toEqual(events.filter((event) => event.streamVersion === 2).map((event) => event.position));
+  });
+
+  it('reading some partitions, brings the rows their events wrote last and none of the rows of the others', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    for (let i = 0; i < 12; i++) await store.append(`s-${i}`, [{ type: 'row.set', data: { key: `k${i}`, doc: 'a' } }]);
+    await runReplay(writer, { store, runId: 'first', policy: {} });
+    const run: RunContext = {
+      db, sql: processingSql(`"${schema}"`), schema, processor: writer, runId: 'again', mode: 'replay', simulate: false,
+      policy: {}, ownerToken: 0, leaseMs: 60_000, effectConcurrency: 1,
+    };
+    const whole = await readRunBatch(run, WHOLE_LOG, LOG_START, 100, { preload: ['p'] });
+    expect(whole.stored).toHaveLength(12);
+    // The range of a read of partition 0 holds partition 1's events too, and the rows they wrote:
+    // another runner holds those, and may be writing them. They are left to the probe.
+    const some = await readRunBatch(run, WHOLE_LOG, LOG_START, 100, { partitions: { count: 2, owned: [0] }, preload: ['p'] });
+    const own = some.events.map((event) => String(event.data.key)).sort();
+    expect(own.length).toBeGreaterThan(0);
+    expect(own.length).toBeLessThan(12);
+    expect(some.events.every((event) => event.partition === 0)).toBe(true);
+    expect(some.stored!.map(([, key]) => key).sort()).toEqual(own);
+  });
+
+  it('reads timestamps exactly, to the millisecond and to the microsecond, before 1970 and after 2038 as well', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    // Around the bounds of the float path (1970, 2038), a millisecond before and after a second,
+    // and far from both.
+    const times = ['0099-07-01T00:00:00.001Z', '1969-12-31T23:59:59.999Z', '1970-01-01T00:00:00.000Z', '1970-01-01T00:00:00.001Z',
+      '2026-10-14T12:00:00.999Z', '2026-10-14T12:00:01.000Z', '2037-12-31T23:59:59.999Z', '2038-01-01T00:00:00.000Z', '2106-02-07T06:28:16.001Z', '9999-12-31T23:59:59.999Z'];
+    for (const [i, at] of times.entries()) await store.append(`t-${i}`, [{ type: 'row.set', data: { key: `k${i}`, doc: 'a' }, occurredAt: new Date(at) }]);
+    // Microseconds no Date holds, written by SQL as a source's observation may be (within 2^53 of
+    // them, as far as a JSON number is exact: to the year 2255).
+    const micros = ['1969-12-31 23:59:59.999999+00', '2001-02-03 04:05:06.000001+00', '2037-12-31 23:59:59.999999+00', '2106-02-07 17:30:13.603905+00', '2200-01-01 00:00:00.000001+00'];
+    // And an event written by SQL, its time with microseconds, before 1970: its millisecond is the one below.
+    await db.transaction(async (tx) => {
+      await tx.query(`insert into "${schema}".streams (stream_id, version, tx_order) values ('t-sql', 1, pg_current_xact_id()::text::bigint)`);
+      await tx.query(
+        `insert into "${schema}".events (tx_order, stream_id, stream_version, id, type, data, occurred_at)
+         values (pg_current_xact_id()::text::bigint, 't-sql', 1, gen_random_uuid(), 'row.set', '{"key": "k-sql", "doc": "a"}', '1969-12-31 23:59:59.9995+00')`,
+      );
+    });
+    await db.query(
+      `insert into "${schema}".projections (projection, key, doc, observed_at, event_position)
+       select 'p', 'k' || i, '{}', t, e.position from unnest($1::timestamptz[]) with ordinality as m(t, i)
+         join "${schema}".events e on e.stream_id = 't-' || i`,
+      [micros],
+    );
+    const run: RunContext = {
+      db, sql: processingSql(`"${schema}"`), schema, processor: writer, runId: 'times', mode: 'replay', simulate: false,
+      policy: {}, ownerToken: 0, leaseMs: 60_000, effectConcurrency: 1,
+    };
+    const read = await readRunBatch(run, WHOLE_LOG, LOG_START, 100, { preload: ['p'] });
+    expect(read.events.map((event) => event.occurredAt.toISOString())).toEqual([...times, '1969-12-31T23:59:59.999Z'].map((at) => new Date(at).toISOString()));
+    const { rows } = await db.query<{ key: string; us: string }>(
+      `select key, (extract(epoch from observed_at) * 1000000)::bigint::text as us from "${schema}".projections order by key`,
+    );
+    expect(rows).toHaveLength(micros.length);
+    const observed = new Map(read.stored!.map(([, key, , , us]) => [key, String(us)]));
+    for (const row of rows) expect(observed.get(row.key)).toBe(row.us);
   });
 });
 

@@ -141,15 +141,16 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
   }
 
   // Holding every partition, all at one checkpoint (one process alone), the read needs no partition
-  // filter. Only such a read brings stored rows, and is read ahead: a filtered one scans the other
-  // partitions' events too (and their rows would come along), while the processes sharing the
-  // run keep the cores busy anyway.
+  // filter. Only such a read is read ahead: a filtered one scans the other partitions' events too,
+  // while the processes sharing the run keep the cores busy anyway.
   const readsTogether = (work: number[], after: LogCheckpoint) =>
     work.length === count && work.every((partition) => sameCheckpoint(checkpoints.get(partition) ?? LOG_START, after));
-  const readAfter = (work: number[], after: LogCheckpoint, offset = 0) => {
-    const together = readsTogether(work, after);
-    return readRunBatch(run, range, after, options.batchSize, together ? { offset, preload: [...preload] } : { partitions: { count, owned: work }, offset });
-  };
+  const readAfter = (work: number[], after: LogCheckpoint, offset = 0) =>
+    readRunBatch(run, range, after, options.batchSize, {
+      offset,
+      preload: [...preload],
+      partitions: readsTogether(work, after) ? undefined : { count, owned: work },
+    });
 
   await rebalance();
   for (;;) {
