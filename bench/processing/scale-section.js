@@ -67,8 +67,8 @@ table was empty scanned it whole for every batch as it grew: the replay beside l
 
 Row (i): one process holding every partition reads two batches ahead with their stored rows, and
 keeps both cores busy (Node with the handlers, PostgreSQL with the reads); a second process on
-these 2 cores only adds contention. Processes sharing a run read one batch ahead and probe their
-rows, as before: their reads filter the partitions, scanning the others' events too. The same
+these 2 cores only adds contention. Processes sharing a run read one batch ahead, with their own
+events' rows (below): their reads filter the partitions, scanning the others' events too. The same
 day, before the reads ahead, one process replayed 59,500 and 72,100 events/s and two 70,100 and
 83,600 (1.17×). On machines with cores to spare, and with PostgreSQL on its own host, processes
 add up until the database is the limit. \`--max-rate\`
@@ -102,5 +102,22 @@ a shared read's rows by their events' positions, with two reads ahead (four alte
 On 2026-12-06, with the read's cheaper text and the rebalance that keeps a runner's reads ahead
 (section above), one process replayed 79,447 to 79,605 events/s (67,986 the day before) and two
 66,370 to 66,809 (59,291): 0.84×, the same shape. Row (e) read 1.82×.
+Later on 2026-12-06, a shared run's read brings its own events' stored rows. Its range holds
+the other partitions' events too, so it looks its events' rows up by position, and leaves out
+the others' rows, which their runners may be writing. Before, each batch sent its 1,000 keys to a
+probe of their own. Alternating the two builds, four runs each on 1,000,000 events: two processes
+replayed 111,700 to 118,000 events/s against 86,100 to 102,100, with about 2 s less CPU in Node
+and 1 s less in PostgreSQL; one process was unchanged (102,200 to 114,200 against 109,400 to
+114,700). The table above is the run of that code: per run, two processes replayed 0.98× to
+1.03× of one, and an earlier run of the same code read 1.00× to 1.06× (1.06× for the medians).
+What is left is each filtered read passing the other partitions' events: a read of 1,000 events
+took its backend 5.8 ms of CPU with the partition filter against 4.3 ms without, and 8.9 against
+7.0 ms with the stored rows (\`/proc\`, eight alternating rounds of 50 reads). One process already
+keeps about 1.7 of the 2 cores busy, so the second adds about as much as sharing costs: on these
+2 cores the two are at parity, within the machine's noise. The attempts of 2026-12-04 and
+2026-12-05 above matched the rows the same way, but with two reads ahead (a filtered read ahead
+passes the other partitions' events twice) and before the read's cheaper text. Tried the same
+day and measured no faster, so left out: computing each event's partition once per read (a
+fenced subquery) and looking for joining runners every 250 ms instead of every second.
 `,
 };
