@@ -162,12 +162,15 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
         (select frontier from fr) as frontier,
         -- The rows of projections $14 the batch's events wrote last, when its positions are close:
         -- one range scan. A read of some partitions (\$10) finds other partitions' events in its
-        -- range, and their rows, which their runners may be writing: it keeps only its events' rows.
+        -- range, and their rows, which their runners may be writing: it keeps only its events' rows,
+        -- merging the range scan with its positions. Its positions come by subscript, not unnest:
+        -- the planner counts 10 items in an array it cannot see, and would look each row up by
+        -- itself, a descent of the index per event; generate_series it counts at 1,000.
         case when cardinality($14::text[]) > 0 and b.hi - b.lo < 4 * b.n then
           case when $10::int[] is null then (select ${storedRows(`to_json(p.projection), to_json(p.key)`)} from ${s}.projections p
               where p.event_position between b.lo and b.hi and p.projection = any($14::text[]))
-            else (select ${storedRows(`to_json(p.projection), to_json(p.key)`)} from unnest(b.positions) u(position)
-              join ${s}.projections p on p.event_position = u.position
+            else (select ${storedRows(`to_json(p.projection), to_json(p.key)`)} from generate_series(1, b.n) u(i)
+              join ${s}.projections p on p.event_position = b.positions[u.i]
               where p.event_position between b.lo and b.hi and p.projection = any($14::text[])) end end as stored
       from b`,
     /**
