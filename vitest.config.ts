@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 // every reader in the cluster, and would slow or fail the other suites' reads.
 const ALONE = [
   'test/store/gap.test.ts',
+  'test/store/reader-delay.test.ts',
   'test/processing/replay-range.test.ts',
   'test/processing/replay-kills.test.ts',
   'test/intake/late-commit.test.ts',

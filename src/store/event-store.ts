@@ -57,7 +57,11 @@ export interface ReadAllOptions {
 export interface ReaderDelay {
   /** Committed events above the oldest running transaction: readers will deliver them when it ends. */
   heldBack: number;
-  /** Age of the oldest transaction that holds a transaction id, in milliseconds; null when none. */
+  /**
+   * Age of the oldest transaction that holds a transaction id and may still append, in
+   * milliseconds; null when none. One marked as appending nothing (a processor's batch writing its
+   * rows) holds no reader back and is not counted.
+   */
   oldestWriterMs: number | null;
   /** Age of the oldest prepared (two-phase) transaction, in milliseconds; null when none. */
   oldestPreparedMs: number | null;

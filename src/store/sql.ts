@@ -29,6 +29,12 @@ function markKey(xid: string): string {
  */
 export const markAppendsNothing = `select pg_advisory_xact_lock(${markKey('pg_current_xact_id()')})`;
 
+/** Whether the running transaction whose id is `xid` holds {@link markAppendsNothing} (see {@link eventFrontierSql}). */
+function holdsMark(xid: string): string {
+  const key = markKey(xid);
+  return `case when pg_try_advisory_lock_shared(${key}) then not pg_advisory_unlock_shared(${key}) else true end`;
+}
+
 /**
  * The lowest transaction order a reader of the log (or of the outbox, ordered the same way) must
  * not pass: the oldest running transaction that may still append, as {@link frontierSql} but
@@ -45,10 +51,8 @@ export const markAppendsNothing = `select pg_advisory_xact_lock(${markKey('pg_cu
  * frontier as the snapshot's xmin does.
  */
 export function eventFrontierSql(s: string): string {
-  const key = markKey('x');
-  const marked = `case when pg_try_advisory_lock_shared(${key}) then not pg_advisory_unlock_shared(${key}) else true end`;
   return `(select least(pg_current_xact_id_if_assigned(),
-        (select min(x) from pg_snapshot_xip(c.snap) x where not ${marked}),
+        (select min(x) from pg_snapshot_xip(c.snap) x where not ${holdsMark('x')}),
         pg_snapshot_xmax(c.snap))::text::bigint + (select tx_order_offset from ${s}.store_settings)
       from (select pg_current_snapshot() as snap) c)`;
 }
@@ -119,11 +123,15 @@ select (select version from stream) as stream_version,
       order by tx_order, position
       limit $3`,
 
-    /** Committed events a reader cannot deliver yet, and what holds them back. */
+    /**
+     * Committed events a reader cannot deliver yet, and what holds them back: the oldest
+     * transaction with an id that may still append (a marked one, a processor's batch, holds no
+     * reader back; `backend_xid` holds the low 32 bits of the id, all the mark's key needs).
+     */
     readerDelay: `with frontier as (select ${eventFrontierSql(s)} as tx_order)
       select (select count(*) from ${s}.events, frontier where events.tx_order >= frontier.tx_order) as held_back,
              (select extract(epoch from now() - min(xact_start)) * 1000 from pg_stat_activity
-               where backend_xid is not null and pid <> pg_backend_pid()) as oldest_writer_ms,
+               where backend_xid is not null and pid <> pg_backend_pid() and not ${holdsMark('backend_xid')}) as oldest_writer_ms,
              (select extract(epoch from now() - min(prepared)) * 1000 from pg_prepared_xacts) as oldest_prepared_ms`,
 
     /**
