@@ -1,42 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyError, TransactionIdsRewoundError } from '../../src/errors.js';
-import type { Database, Transaction } from '../../src/db/database.js';
 import type { RecordedEvent } from '../../src/store/event.js';
 import { createEventStore } from '../../src/store/event-store.js';
 import { APPENDS_NOTHING_LOCK_CLASS, markAppendsNothing } from '../../src/store/sql.js';
 import { freshSchema, postgresBackend } from '../support/databases.js';
+import { deferred, openTransaction } from '../support/open-transaction.js';
 
 const postgres = postgresBackend();
-
-function deferred() {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-/**
- * A transaction that runs `begin` and stays open until `close`, which runs `end` in it first and
- * commits. Resolves once `begin` ran.
- */
-async function openTransaction(db: Database, begin: (tx: Transaction) => Promise<unknown>) {
-  const closing = deferred();
-  let end: ((tx: Transaction) => Promise<unknown>) | undefined;
-  const opened = deferred();
-  const done = db.transaction(async (tx) => {
-    await begin(tx);
-    opened.resolve();
-    await closing.promise;
-    await end?.(tx);
-  });
-  await Promise.race([opened.promise, done]);
-  return {
-    async close(last?: (tx: Transaction) => Promise<unknown>) {
-      end = last;
-      closing.resolve();
-      await done;
-    },
-  };
-}
 
 describe.skipIf(!postgres)('reading past open transactions on real PostgreSQL', () => {
   it('holds back events committed after an older transaction that is still open, then delivers them', async () => {
