@@ -55,6 +55,7 @@ function startForm(processors, onStarted) {
   const from = h('input', { id: 'replay-from', name: 'from', type: 'datetime-local' });
   const to = h('input', { id: 'replay-to', name: 'to', type: 'datetime-local' });
   const maxRate = h('input', { id: 'replay-max-rate', name: 'maxRate', type: 'number', min: 1, step: 1, placeholder: 'no limit' });
+  const yieldToLive = h('input', { id: 'replay-yield', name: 'yieldToLive', type: 'checkbox', checked: true });
   const simulate = h('input', { id: 'replay-simulate', name: 'simulate', type: 'checkbox', checked: true });
   const policy = h('textarea', { id: 'replay-policy', name: 'policy', rows: 2, cols: 36 }, '{}');
   const submit = h('button', { type: 'submit', class: 'primary', id: 'replay-start' }, 'Start simulate run');
@@ -63,6 +64,7 @@ function startForm(processors, onStarted) {
     field('replay-processor', 'Processor', processor), field('replay-run-id', 'Run id (optional)', runId),
     field('replay-from', 'Events from (local time)', from), field('replay-to', 'Events before', to),
     field('replay-max-rate', 'Max events/s (spares live traffic)', maxRate),
+    h('div', { class: 'check' }, yieldToLive, h('label', { for: 'replay-yield' }, 'Yield to live runners: read no batch ahead while they run')),
     h('div', { class: 'check' }, simulate, h('label', { for: 'replay-simulate' }, 'Simulate: record a diff, call nothing')),
     field('replay-policy', 'Effect policy (JSON)', policy), submit);
   // What happened shows in one place, under the form (and is read out: it is a live region).
@@ -82,6 +84,7 @@ function startForm(processors, onStarted) {
     if (from.value) body.from = new Date(from.value).toISOString();
     if (to.value) body.to = new Date(to.value).toISOString();
     if (maxRate.value) body.maxRate = Number(maxRate.value);
+    if (!yieldToLive.checked) body.yieldToLive = false;
     const what = simulate.checked ? 'a simulate run (no state written, no effect called)' : 'a REAL replay: it writes state and calls providers by the policy';
     const over = from.value || to.value ? ` over ${from.value || 'the start'} → ${to.value || 'now'}` : ' over the whole log';
     // A real run writes state and calls providers: its dialog starts on Cancel.

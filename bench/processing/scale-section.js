@@ -33,7 +33,8 @@ commit-to-handled runs from the append resolving to the live handler receiving t
 
 - **idle**: ${BESIDE_LIVE.idleMs / 1000} s of that traffic with nothing else running.
 - **beside**: the same traffic while another process replays the ${million} paid orders with
-  \`runReplay\`'s defaults (batches of 1,000, 8 partitions, no rate limit): the commission processor
+  \`runReplay\`'s defaults (batches of 1,000, 8 partitions, no rate limit, yielding to the live
+  runner: no batch read ahead while one runs, docs/processing.md): the commission processor
   of the section above, its effect suppressed, writing ${million} new commission rows. Measured from
   the replay's first batch to its end.
 - **1 process / 2 processes**: the same events replayed again under new run ids (every row found
@@ -133,5 +134,14 @@ two processes spent about 15% more CPU on the same events (Node's collector and 
 under contention, the filtered reads), so two processes replay at parity with one, a tenth either
 way from run to run; and the live run's tail beside a replay that keeps both cores busy moves
 with the machine.
+On 2026-12-06 still, on a faster machine of the same size (one process 100,311 to 127,340
+events/s), a replay yields to live runners by default: while a live runner or relay of the schema
+runs, it reads no batch ahead, and keeps about one core busy instead of both. The table is the
+run of that code: (e) read 1.25× to 1.33× run by run, and the replay beside live ran at 33,250
+to 35,978 events/s. Alternating the two on one schema the same day (its rows written by a first
+replay, four rounds of 10 s idle, then each replay beside the live run), reading ahead raised the
+live p99 to 1.74× to 1.97× of idle and replayed 22,487 to 27,200 events/s; yielding, 1.22× to
+1.37× at 14,424 to 16,388 events/s. Rows (i) and (a) to (c) run with no live runner: they read
+ahead as before.
 `,
 };

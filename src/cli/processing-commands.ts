@@ -22,6 +22,7 @@ interface ReplayOptions {
   runId?: string;
   simulate?: boolean;
   maxRate?: number;
+  yieldToLive?: boolean;
   partitions?: number;
   batchSize?: number;
   policy?: string;
@@ -51,7 +52,7 @@ async function replay(name: string, options: ReplayOptions): Promise<void> {
   const progress = startProgress();
   const summary = await withStore((store) =>
     runReplay(processor, { store, runId: options.runId, from: options.from, to: options.to, simulate: options.simulate ?? false, maxRate: options.maxRate,
-      partitions: options.partitions, batchSize: options.batchSize, policy, onProgress: ({ done, total }) => progress.count(done, total) }),
+      yieldToLive: options.yieldToLive, partitions: options.partitions, batchSize: options.batchSize, policy, onProgress: ({ done, total }) => progress.count(done, total) }),
   );
   progress.count(summary.counters.events ?? 0, summary.total);
   progress.end();
@@ -142,6 +143,7 @@ export function registerProcessingCommands(program: Command): void {
     .option('--run-id <id>', 'the run id: its checkpoint resumes a stopped run')
     .option('--simulate', 'call no effect: record what would change (see replay diff)')
     .option('--max-rate <events/s>', 'handle at most this many events per second in this process, to spare the live traffic', wholeNumber('--max-rate', { min: 1 }))
+    .option('--no-yield-to-live', 'read ahead even while live runners or relays of the schema run (by default the replay then reads one batch at a time)')
     .option('--partitions <n>', 'spread the streams over n partitions, shared by every process replaying the run id (fixed when the run starts; default 8)', wholeNumber('--partitions', { min: 1, max: 1024 }))
     .option('--batch-size <n>', 'events per batch (default 1000)', wholeNumber('--batch-size', { min: 1, max: 10_000 }))
     .option(...policyOption).addOption(processorsOption()).addOption(jsonOption())

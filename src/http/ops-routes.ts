@@ -95,13 +95,14 @@ const replayBody = {
     fromPosition: { type: 'integer', minimum: 0 },
     toPosition: { type: 'integer', minimum: 0 },
     maxRate: { type: 'integer', minimum: 1, maximum: 10_000_000, description: 'at most this many events per second, to spare the live traffic (default: no limit)' },
+    yieldToLive: { type: 'boolean', description: 'read no batch ahead while live runners or relays run (default: true)' },
     policy: { type: 'object', description: 'effect type → { mode: apply|suppress, onFailure: release|keep }', additionalProperties: anyObject },
   },
   required: ['processor', 'simulate'],
   additionalProperties: false,
 } as const;
 
-type ReplayBody = { processor: string; runId?: string; simulate: boolean; from?: string; to?: string; fromPosition?: number; toPosition?: number; maxRate?: number; policy?: Record<string, unknown> };
+type ReplayBody = { processor: string; runId?: string; simulate: boolean; from?: string; to?: string; fromPosition?: number; toPosition?: number; maxRate?: number; yieldToLive?: boolean; policy?: Record<string, unknown> };
 
 /**
  * The operations API under /ops: figures and their last hour, runs and their diffs, replays,

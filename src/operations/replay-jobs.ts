@@ -18,6 +18,8 @@ export interface ReplayRequest {
   toPosition?: number;
   /** At most this many events per second. */
   maxRate?: number;
+  /** Read no batch ahead while live runners or relays run. @defaultValue true */
+  yieldToLive?: boolean;
   simulate: boolean;
   policy?: unknown;
 }
@@ -73,6 +75,7 @@ export function replayJobs(store: EventStore, processors: ReadonlyMap<string, Pr
       const replay: ReplayOptions = {
         store, runId, policy, simulate: request.simulate,
         from: request.from, to: request.to, fromPosition: request.fromPosition, toPosition: request.toPosition, maxRate: request.maxRate,
+        yieldToLive: request.yieldToLive,
       };
       let failed: unknown;
       job.done = runReplay(processor, replay).then(

@@ -119,7 +119,7 @@ describe('the processing commands on the embedded database', () => {
   });
 
   it('spreads a replay over the partitions --partitions asks for, in batches of --batch-size', async () => {
-    const out = await rastro(['replay', 'commissions', '--from', '2026-10-14T00:00:00Z', '--to', '2026-10-15T00:00:00Z', '--run-id', 'sim-parts', '--simulate', '--partitions', '3', '--batch-size', '2', '--policy', policyFile, '--json']);
+    const out = await rastro(['replay', 'commissions', '--from', '2026-10-14T00:00:00Z', '--to', '2026-10-15T00:00:00Z', '--run-id', 'sim-parts', '--simulate', '--partitions', '3', '--batch-size', '2', '--no-yield-to-live', '--policy', policyFile, '--json']);
     const summary = JSON.parse(out.stdout);
     expect(summary).toMatchObject({ runId: 'sim-parts', simulate: true });
     expect(summary.counters.events).toBe(summary.total);

@@ -132,11 +132,13 @@ describe.skipIf(!hasChromium)('the console in headless Chromium', () => {
       expect(await page.getByLabel('Simulate: record a diff, call nothing').isChecked()).toBe(true);
       // Paced at 2 events/s, the 5 events take at least 2.5 s.
       await page.getByLabel('Max events/s (spares live traffic)').fill('2');
+      expect(await page.getByLabel('Yield to live runners: read no batch ahead while they run').isChecked()).toBe(true);
+      await page.getByLabel('Yield to live runners: read no batch ahead while they run').uncheck();
       const posted = page.waitForRequest((request) => request.method() === 'POST' && request.url().endsWith('/ops/replays'));
       await page.getByRole('button', { name: 'Start simulate run' }).click();
       await page.getByRole('dialog', { name: 'Start simulate run' }).getByRole('button', { name: 'Start' }).click();
       const startedAt = Date.now();
-      expect((await posted).postDataJSON()).toMatchObject({ processor: 'tips', runId: 'console-simulate', simulate: true, maxRate: 2 });
+      expect((await posted).postDataJSON()).toMatchObject({ processor: 'tips', runId: 'console-simulate', simulate: true, maxRate: 2, yieldToLive: false });
       const run = page.locator('tr[data-run="console-simulate"]');
       await expect.poll(() => run.locator('.percent').getAttribute('data-percent'), { timeout: 30_000 }).toBe('100');
       // Every event handled (100%) comes a moment before the run is marked completed.

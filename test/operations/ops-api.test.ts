@@ -200,6 +200,7 @@ describe.each(backends())('operations API on $name', (backend) => {
     await expectField({ processor: 'tips', simulate: true, from: 'yesterday' }, 'from');
     await expectField({ processor: 'tips', simulate: true, from: '2026-10-15T00:00:00Z', to: '2026-10-14T00:00:00Z' }, 'to');
     await expectField({ processor: 'tips', simulate: true, runId: 'live:tips' }, 'runId');
+    await expectField({ processor: 'tips', simulate: true, yieldToLive: 'no' }, 'yieldToLive');
     await expectField({ processor: 'tips', simulate: false, policy: { notify: { mode: 'always' } } }, 'policy.notify.mode');
     expect((await ops.app.inject({ method: 'POST', url: '/ops/replays', payload: 'x', headers: { 'content-type': 'text/plain' } })).statusCode).toBe(415);
     expect((await ops.app.inject({ url: '/ops/runs/nope' })).statusCode).toBe(404);

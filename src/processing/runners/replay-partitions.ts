@@ -10,6 +10,8 @@ import type { PartitionLeases } from './partition-leases.js';
 
 /** How often a runner with work looks for joiners and dead runners (a holder gives up its surplus). */
 const REBALANCE_MS = 1000;
+/** How often a replay that yields to live traffic looks for live runners and relays. */
+const LIVE_CHECK_MS = 1000;
 /** The wait when there is nothing to do yet: events held back by an open transaction, or partitions other runners hold. */
 const IDLE_MS = 100;
 
@@ -26,6 +28,11 @@ export interface ReplayPartitionsOptions {
   onBatch(events: number, counters: Counters): void;
   /** Resolves when the next batch may start (a rate limit). */
   pace?: (events: number) => Promise<void>;
+  /**
+   * While a live runner or relay of the schema runs, read no batch ahead: the replay then keeps
+   * about one core busy (its process or its database session, in turn), not every core.
+   */
+  yieldToLive: boolean;
 }
 
 const sameCheckpoint = (a: LogCheckpoint, b: LogCheckpoint) => a.txOrder === b.txOrder && a.position === b.position;
@@ -92,6 +99,8 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
   const preload = new Set<string>();
   let wrote: Set<string>[] = [];
   let balancedAt = 0;
+  let liveTraffic = false;
+  let liveCheckedAt = Number.NEGATIVE_INFINITY;
 
   const settle = async () => {
     const pending = saving;
@@ -188,6 +197,10 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
   /** One batch, or a wait; resolves true when the whole run is done. */
   async function step(): Promise<boolean> {
     if (Date.now() - balancedAt >= REBALANCE_MS && !(await holdsShare())) await rebalance();
+    if (options.yieldToLive && Date.now() - liveCheckedAt >= LIVE_CHECK_MS) {
+      liveCheckedAt = Date.now();
+      liveTraffic = (await db.query<{ live: boolean }>(sql.liveTraffic)).rows[0]!.live;
+    }
     const work = owned.filter((partition) => !finished.has(partition));
     if (work.length === 0) {
       await settle();
@@ -234,14 +247,16 @@ export async function replayPartitions(options: ReplayPartitionsOptions): Promis
     }
     // Two reads go on while this batch runs: the next one, and the one after it, which is
     // used if it turns out to follow on (a read each batch keeps the log's pace only if the
-    // batch waits for none of them).
-    next = following
-      ? following.then((later) => (followsOn(input, later, options.batchSize) ? later : readAfter(work, last)), () => readAfter(work, last))
-      : readAfter(work, last);
-    next.catch(() => undefined);
-    if (read.length === options.batchSize && readsTogether(work, last)) {
-      ahead = readAfter(work, last, options.batchSize);
-      ahead.catch(() => undefined);
+    // batch waits for none of them). Beside live traffic, none: the next batch reads after this one.
+    if (!liveTraffic) {
+      next = following
+        ? following.then((later) => (followsOn(input, later, options.batchSize) ? later : readAfter(work, last)), () => readAfter(work, last))
+        : readAfter(work, last);
+      next.catch(() => undefined);
+      if (read.length === options.batchSize && readsTogether(work, last)) {
+        ahead = readAfter(work, last, options.batchSize);
+        ahead.catch(() => undefined);
+      }
     }
     if (events.length === 0) {
       await settle();
