@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { createMemoryPublisher } from '../../src/brokers/memory.js';
 import type { Database } from '../../src/db/database.js';
 import { quoteSchema } from '../../src/db/schema-name.js';
+import { runRelay } from '../../src/outbox/relay.js';
 import { runLive } from '../../src/processing/live-runner.js';
 import { defineProcessor } from '../../src/processing/processor.js';
 import { runReplay, type ReplayOptions } from '../../src/processing/replay-runner.js';
@@ -66,9 +68,14 @@ describe.each(backends())('a replay beside live traffic on $name', (backend) => 
   }
   const idle = defineProcessor({ name: 'beside', handlers: { 'other.thing': async () => undefined } });
 
-  it('reads no batch ahead while a live runner of the schema runs', async () => {
+  const besides: [string, (store: EventStore) => Promise<{ stop(): Promise<void> }>][] = [
+    ['a live runner', (store) => runLive(idle, { store, policy: {} })],
+    ['a relay', (store) => runRelay({ store, publisher: createMemoryPublisher(), partitions: 2 })],
+  ];
+
+  it.each(besides)('reads no batch ahead while %s of the schema runs', async (_, start) => {
     const { live, replayed, started } = await setup();
-    const runner = await runLive(idle, { store: live, policy: {} });
+    const runner = await start(live);
     try {
       expect(await readsSeenByHandlers(replayed, started)).toEqual(oneReadPerBatch);
     } finally {
