@@ -49,6 +49,8 @@ export interface RastroOptions {
   natsStream?: string;
   /** Duplicate window of a stream rastro creates, in seconds. @defaultValue `RASTRO_NATS_DUPLICATE_WINDOW_SECONDS`, else 120 */
   natsDuplicateWindowSeconds?: number;
+  /** Replicas of the stream rastro creates, 1 to 5: 3 on a three-node cluster. @defaultValue `RASTRO_NATS_REPLICAS`, else 1 */
+  natsReplicas?: number;
   /** The RabbitMQ exchange (a durable topic exchange). @defaultValue `RASTRO_AMQP_EXCHANGE`, else `rastro` */
   amqpExchange?: string;
   /** Seconds the inbox's JetStream durable waits for an acknowledgement before it redelivers. @defaultValue `RASTRO_INBOX_ACK_WAIT_SECONDS`, else 30 */
@@ -110,6 +112,7 @@ export interface RastroConfig {
   readonly subjectPrefix: string;
   readonly natsStream: string;
   readonly natsDuplicateWindowSeconds: number;
+  readonly natsReplicas: number;
   readonly amqpExchange: string;
   readonly inboxAckWaitSeconds: number;
   readonly inboxMaxAckPending: number;
@@ -157,6 +160,7 @@ function brokerOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
     subjectPrefix: parseToken('RASTRO_SUBJECT_PREFIX', options.subjectPrefix ?? (env.RASTRO_SUBJECT_PREFIX || 'rastro')),
     natsStream: parseToken('RASTRO_NATS_STREAM', options.natsStream ?? (env.RASTRO_NATS_STREAM || 'RASTRO')),
     natsDuplicateWindowSeconds: parseCount('RASTRO_NATS_DUPLICATE_WINDOW_SECONDS', options.natsDuplicateWindowSeconds ?? (env.RASTRO_NATS_DUPLICATE_WINDOW_SECONDS || 120), 1),
+    natsReplicas: parseCount('RASTRO_NATS_REPLICAS', options.natsReplicas ?? (env.RASTRO_NATS_REPLICAS || 1), 1, 5),
     amqpExchange: parseToken('RASTRO_AMQP_EXCHANGE', options.amqpExchange ?? (env.RASTRO_AMQP_EXCHANGE || 'rastro')),
     inboxAckWaitSeconds: parseCount('RASTRO_INBOX_ACK_WAIT_SECONDS', options.inboxAckWaitSeconds ?? (env.RASTRO_INBOX_ACK_WAIT_SECONDS || 30), 1),
     inboxMaxAckPending: parseCount('RASTRO_INBOX_MAX_ACK_PENDING', options.inboxMaxAckPending ?? (env.RASTRO_INBOX_MAX_ACK_PENDING || 256), 1),
@@ -197,9 +201,11 @@ function parseHttpUrl(name: string, value: string | undefined): string | undefin
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-function parseCount(name: string, value: string | number, min: number): number {
+function parseCount(name: string, value: string | number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const n = typeof value === 'number' ? value : /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n) || n < min) throw new ConfigError(`${name} must be an integer of at least ${min}, got ${JSON.stringify(value)}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be an integer ${max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`}, got ${JSON.stringify(value)}`);
+  }
   return n;
 }
 

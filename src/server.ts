@@ -216,11 +216,14 @@ export async function startServer(options: RastroOptions = {}, start: ServerStar
     throw err;
   }
   // Opened before the app, whose /readyz checks it; it connects on first use.
-  const publisher = config.relay ? openPublisher(config) : undefined;
+  // It connects (and checks its stream) on first use, once the app's log exists.
+  let log: FastifyInstance['log'] | undefined;
+  const publisher = config.relay ? openPublisher(config, { onWarning: (message) => log?.warn(message) }) : undefined;
   operations.publisher = publisher;
   const app = await buildApp({
     ...services, apiKey: config.apiKey, logger, allowedHosts: config.allowedHosts,
     timeouts: { headersMs: config.headersTimeoutSeconds * 1000, requestMs: config.requestTimeoutSeconds * 1000, keepAliveMs: config.keepAliveTimeoutSeconds * 1000 }, processors: operations.processors, figureHistory: operations.history, publisher: () => operations.publisher });
+  log = app.log;
   operations.start(app.log);
   const cleanup = setInterval(() => {
     services.keys.cleanup().catch((err: unknown) => app.log.warn({ error: { message: (err as Error).message } }, 'idempotency key cleanup failed'));

@@ -1,5 +1,5 @@
 import { connect, errors, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager, JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, JetStreamApiCodes, JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { annotateActiveSpan } from '../observability/tracing.js';
 import { encodeBody, PublishRejectedError, wireHeaders, withinTimeout, type BrokerMessage, type PublishAck, type Publisher } from './message.js';
 
@@ -23,14 +23,25 @@ export interface NatsPublisherOptions {
   duplicateWindowMs?: number;
   /** How long to wait for a PubAck. @defaultValue 5000 */
   ackTimeoutMs?: number;
+  /**
+   * Replicas of a stream this publisher creates: 1 on a single server, 3 on a three-node
+   * cluster, so that losing a node loses neither the stream nor what it stores. An existing
+   * stream keeps its own; one with fewer is reported through `onWarning`. @defaultValue 1
+   */
+  replicas?: number;
+  /** Told what the operator should know and nothing stops for: an existing stream with fewer replicas than `replicas`. */
+  onWarning?: (message: string) => void;
 }
 
-/** Errors that are about this message, not about the connection: retrying soon will not help. */
-function isRejection(err: unknown): boolean {
-  if (err instanceof JetStreamApiError) return true;
+/** The broker's own verdict on this message: retrying it soon will be refused again. */
+function isVerdict(err: unknown): boolean {
   if (err instanceof errors.InvalidSubjectError || err instanceof errors.InvalidArgumentError || err instanceof errors.PermissionViolationError) return true;
-  // No stream captures the subject: nothing answers a publish to it. (JetStream itself answered
-  // when the publisher connected and checked its stream.)
+  // 4xx answers are about the message (too large, a wrong expected sequence); 408, 5xx and 503
+  // ("JetStream system temporarily unavailable") are about the stream's state at the moment.
+  return err instanceof JetStreamApiError && err.status >= 400 && err.status < 500 && err.status !== 408;
+}
+
+function isNoResponders(err: unknown): boolean {
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
     if (e instanceof errors.NoRespondersError || /no responders/i.test(e.message)) return true;
   }
@@ -54,30 +65,59 @@ export function createNatsPublisher(options: NatsPublisherOptions): Publisher {
   const streamName = options.stream ?? 'RASTRO';
   const timeout = options.ackTimeoutMs ?? 5000;
   const subjectOf = options.subject ?? ((message: BrokerMessage) => `${prefix}.${message.aggregateType}.${message.type}`);
-  let connecting: Promise<{ nc: NatsConnection; js: JetStreamClient }> | undefined;
+  const replicas = options.replicas ?? 1;
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw new RangeError('replicas must be an integer from 1 to 5');
+  type Open = { nc: NatsConnection; js: JetStreamClient; jsm: JetStreamManager };
+  let connecting: Promise<Open> | undefined;
   let closed = false;
+  const finding = new Map<string, Promise<unknown>>();
 
-  async function open(): Promise<{ nc: NatsConnection; js: JetStreamClient }> {
+  async function open(): Promise<Open> {
     const nc = await connect({ servers: options.url.split(','), name: 'rastro-relay', maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout });
+    let jsm: JetStreamManager;
     try {
-      if (options.createStream ?? true) await ensureStream(nc);
+      jsm = await jetstreamManager(nc, { timeout });
+      if (options.createStream ?? true) await ensureStream(jsm);
     } catch (err) {
       await nc.close();
       throw err;
     }
     // When the client gives up for good, the next publish connects anew.
     nc.closed().then(() => (connecting = undefined), () => (connecting = undefined));
-    return { nc, js: jetstream(nc, { timeout }) };
+    return { nc, js: jetstream(nc, { timeout }), jsm };
   }
 
-  async function ensureStream(nc: NatsConnection): Promise<void> {
-    const jsm = await jetstreamManager(nc, { timeout });
+  async function ensureStream(jsm: JetStreamManager): Promise<void> {
     try {
-      await jsm.streams.info(streamName);
+      const info = await jsm.streams.info(streamName);
+      const has = info.config.num_replicas || 1;
+      if (has < replicas) options.onWarning?.(`NATS stream ${streamName} has ${has} replica${has === 1 ? '' : 's'}, fewer than the ${replicas} configured (RASTRO_NATS_REPLICAS): losing the node that holds it stops publishing. Raise it with \`nats stream edit ${streamName} --replicas ${replicas}\`.`);
     } catch (err) {
       if (!(err instanceof JetStreamApiError) || err.status !== 404) throw err;
-      await jsm.streams.add({ name: streamName, subjects: [`${prefix}.>`], duplicate_window: (options.duplicateWindowMs ?? 120_000) * 1_000_000 });
+      await jsm.streams.add({ name: streamName, subjects: [`${prefix}.>`], num_replicas: replicas, duplicate_window: (options.duplicateWindowMs ?? 120_000) * 1_000_000 });
     }
+  }
+
+  /**
+   * Why a publish failed, as the relay must act on it. Nothing answers a publish both when no
+   * stream captures its subject (a refusal: park it) and when the stream that does is between
+   * leaders, its node down or electing one (an outage: wait, and publish again with the same
+   * id). JetStream's metadata layer tells the two apart: it knows which stream captures a
+   * subject while that stream has no leader. When it cannot be asked either, that is an outage.
+   */
+  async function failure(err: unknown, subject: string, jsm: JetStreamManager): Promise<Error> {
+    if (isVerdict(err)) return new PublishRejectedError(`NATS refused the message: ${(err as Error).message}`, { cause: err });
+    if (!isNoResponders(err)) return err instanceof Error ? err : new Error(String(err));
+    // Publishes in flight fail together: they share one question per subject.
+    let asking = finding.get(subject);
+    if (!asking) {
+      asking = jsm.streams.find(subject).catch((findErr: unknown) => findErr).finally(() => finding.delete(subject));
+      finding.set(subject, asking);
+    }
+    const stream = await asking;
+    if (stream instanceof JetStreamApiError && stream.code === JetStreamApiCodes.StreamNotFound) return new PublishRejectedError(`NATS refused the message: no stream captures subject ${subject}`, { cause: err });
+    const which = typeof stream === 'string' ? `stream ${stream}` : 'the stream';
+    return new Error(`NATS JetStream did not answer for ${which} (subject ${subject}): its node is down or it is electing a leader`, { cause: err });
   }
 
   function connection() {
@@ -90,17 +130,16 @@ export function createNatsPublisher(options: NatsPublisherOptions): Publisher {
   return {
     kind: 'nats',
     async publish(message: BrokerMessage): Promise<PublishAck> {
-      const { js } = await connection();
+      const { js, jsm } = await connection();
       const h = natsHeaders();
       for (const [name, value] of Object.entries(wireHeaders(message))) h.set(name, value);
+      const subject = subjectOf(message);
+      annotateActiveSpan({ 'messaging.destination.name': subject });
       try {
-        const subject = subjectOf(message);
-        annotateActiveSpan({ 'messaging.destination.name': subject });
         const ack = await js.publish(subject, encodeBody(message), { msgID: message.id, headers: h, timeout });
         return { duplicate: ack.duplicate };
       } catch (err) {
-        if (isRejection(err)) throw new PublishRejectedError(`NATS refused the message: ${(err as Error).message}`, { cause: err });
-        throw err;
+        throw await failure(err, subject, jsm);
       }
     },
     async ping(timeoutMs = 2000) {

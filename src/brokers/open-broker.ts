@@ -8,14 +8,21 @@ import type { Publisher } from './message.js';
 import { createNatsConsumer } from './nats-consumer.js';
 import { createNatsPublisher } from './nats.js';
 
-type BrokerConfig = Pick<RastroConfig, 'brokerUrl' | 'subjectPrefix' | 'natsStream' | 'natsDuplicateWindowSeconds' | 'amqpExchange'>;
+type BrokerConfig = Pick<RastroConfig, 'brokerUrl' | 'subjectPrefix' | 'natsStream' | 'natsDuplicateWindowSeconds' | 'natsReplicas' | 'amqpExchange'>;
 
-/** The publisher `RASTRO_BROKER_URL` names: NATS JetStream, RabbitMQ, or in process when unset. */
-export function openPublisher(config: BrokerConfig): Publisher {
+/**
+ * The publisher `RASTRO_BROKER_URL` names: NATS JetStream, RabbitMQ, or in process when unset.
+ * `onWarning` hears what an operator should fix and nothing stops for (a stream with fewer
+ * replicas than `RASTRO_NATS_REPLICAS`).
+ */
+export function openPublisher(config: BrokerConfig, events: { onWarning?: (message: string) => void } = {}): Publisher {
   const url = config.brokerUrl;
   if (!url) return createMemoryPublisher();
   if (url.startsWith('nats://')) {
-    return createNatsPublisher({ url, subjectPrefix: config.subjectPrefix, stream: config.natsStream, duplicateWindowMs: config.natsDuplicateWindowSeconds * 1000 });
+    return createNatsPublisher({
+      url, subjectPrefix: config.subjectPrefix, stream: config.natsStream, duplicateWindowMs: config.natsDuplicateWindowSeconds * 1000,
+      replicas: config.natsReplicas, onWarning: events.onWarning,
+    });
   }
   return createAmqpPublisher({ url, exchange: config.amqpExchange });
 }

@@ -35,8 +35,8 @@ const countersLine = (relay: Relay) => relay.counters.entries().map(([name, valu
 /** `rastro relay`: publishes until stopped, its counters as progress on stderr every 10 s. */
 async function relay(store: EventStore, config: RastroConfig, options: RelayOptions): Promise<void> {
   const events = selection(options);
-  const publisher = openPublisher(config);
   const progress = startProgress({ pipedEveryMs: 10_000 });
+  const publisher = openPublisher(config, { onWarning: (message) => progress.note(`rastro relay: warning: ${message}`) });
   const relay = await runRelay({
     store, publisher, name: options.name, events, partitions: options.partitions,
     onError: (err) => progress.note(`rastro relay: ${err instanceof Error ? err.message : String(err)} (backing off, will retry)`),

@@ -26,7 +26,7 @@ environment:
   RASTRO_IDEMPOTENCY_TTL_SECONDS  how long idempotency keys are kept (86400)
   RASTRO_BROKER_URL nats://… or amqp://…; unset: the relay publishes in process
   RASTRO_RELAY      on|off: whether serve runs a relay (on)
-  RASTRO_SUBJECT_PREFIX, RASTRO_NATS_STREAM, RASTRO_NATS_DUPLICATE_WINDOW_SECONDS   (rastro, RASTRO, 120)
+  RASTRO_SUBJECT_PREFIX, RASTRO_NATS_STREAM, RASTRO_NATS_DUPLICATE_WINDOW_SECONDS, RASTRO_NATS_REPLICAS   (rastro, RASTRO, 120, 1)
   RASTRO_AMQP_EXCHANGE            the RabbitMQ topic exchange (rastro)
   RASTRO_INBOX_ACK_WAIT_SECONDS, RASTRO_INBOX_MAX_ACK_PENDING   the inbox's ack wait (NATS) and unacknowledged deliveries (30, 256)
   RASTRO_OUTBOX_RETENTION_DAYS    published messages kept this many days (7)

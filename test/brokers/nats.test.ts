@@ -112,6 +112,16 @@ describe.skipIf(!NATS_URL)(`the relay and the inbox on NATS JetStream (${backend
     expect((await readStream(stream, 1)).map((m) => m.n)).toEqual([3]);
   });
 
+  it('warns when the stream it finds has fewer replicas than configured, and publishes all the same', async () => {
+    const { stream, prefix } = names();
+    await jsm.streams.add({ name: stream, subjects: [`${prefix}.>`], num_replicas: 1 });
+    const warnings: string[] = [];
+    const publisher = track(createNatsPublisher({ url: NATS_URL!, stream, subjectPrefix: prefix, replicas: 3, onWarning: (message) => warnings.push(message) }));
+    await publisher.publish({ id: randomUUID(), aggregateType: 'order', aggregateId: 'a1', type: 'OrderChanged', payload: {}, headers: {}, traceparent: null, occurredAt: new Date() });
+    expect(warnings).toEqual([expect.stringMatching(new RegExp(`stream ${stream} has 1 replica, fewer than the 3 configured \\(RASTRO_NATS_REPLICAS\\)`))]);
+    expect(() => createNatsPublisher({ url: NATS_URL!, replicas: 0 })).toThrow(/replicas must be an integer from 1 to 5/);
+  });
+
   it.skipIf(!canStartNats)('waits out a broker outage, keeps its place and loses nothing', async () => {
     const nats = await startPrivateNats();
     cleanups.push(() => nats.close());

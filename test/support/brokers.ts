@@ -102,3 +102,57 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   await listen();
   return { port, cut, restore: listen, close: cut };
 }
+
+/** A node of a private cluster: its client URL, and whether it runs now. */
+export interface ClusterNode {
+  name: string;
+  url: string;
+  readonly running: boolean;
+  kill(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/**
+ * A private three-node NATS cluster with JetStream, on free loopback ports, each node with a
+ * store of its own, for failover tests: a node killed (SIGKILL) and started again rejoins with
+ * its store. `url` names all three servers, as a client configured for a cluster does.
+ */
+export async function startNatsCluster(size = 3): Promise<{ url: string; nodes: ClusterNode[]; close(): Promise<void> }> {
+  if (!NATS_SERVER) throw new Error('nats-server is not installed');
+  const base = await mkdtemp(join(tmpdir(), 'rastro-nats-cluster-'));
+  const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), cluster: await freePort() })));
+  const routes = ports.map((p) => `nats://127.0.0.1:${p.cluster}`).join(',');
+  const nodes = ports.map((p, i): ClusterNode => {
+    const name = `n${i + 1}`;
+    let child: ChildProcess | undefined;
+    return {
+      name,
+      url: `nats://127.0.0.1:${p.client}`,
+      get running() {
+        return child !== undefined;
+      },
+      async start() {
+        child = spawn(NATS_SERVER, [
+          '-a', '127.0.0.1', '-p', String(p.client), '-js', '-sd', join(base, name), '--server_name', name,
+          '--cluster_name', 'rastro-test', '--cluster', `nats://127.0.0.1:${p.cluster}`, '--routes', routes,
+        ], { stdio: 'ignore' });
+        await waitForPort(p.client);
+      },
+      async kill() {
+        const exited = new Promise((resolve) => child?.once('exit', resolve));
+        child?.kill('SIGKILL');
+        await exited;
+        child = undefined;
+      },
+    };
+  });
+  await Promise.all(nodes.map((node) => node.start()));
+  return {
+    url: nodes.map((node) => node.url).join(','),
+    nodes,
+    async close() {
+      await Promise.all(nodes.filter((node) => node.running).map((node) => node.kill()));
+      await rm(base, { recursive: true, force: true });
+    },
+  };
+}

@@ -16,6 +16,8 @@ export interface WriterOptions {
   rollback?: number;
   /** Most messages per transaction. */
   perTransaction?: number;
+  /** A writer's pause between transactions, to spread the messages over time. @defaultValue 0 */
+  paceMs?: number;
 }
 
 /**
@@ -57,7 +59,10 @@ export async function runWriters(db: Database, schema: string, options: WriterOp
   }
 
   async function writer(): Promise<void> {
-    while (!state.stopped && state.committed < options.messages) await transaction();
+    while (!state.stopped && state.committed < options.messages) {
+      await transaction();
+      if (options.paceMs) await new Promise((resolve) => setTimeout(resolve, options.paceMs));
+    }
   }
   const done = Promise.all(Array.from({ length: options.writers }, writer)).then(() => state.committed);
   return {
