@@ -1,4 +1,14 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+
+// The server's imports of the library (`rastro`, `rastro/internal/…`) resolve to the library's
+// sources, the same modules the suites import: one copy of each, whichever way it is reached.
+const LIBRARY = fileURLToPath(new URL('./packages/rastro/src/', import.meta.url));
+const alias = [
+  { find: /^rastro\/internal\/(.*)\.js$/, replacement: `${LIBRARY}$1.ts` },
+  { find: /^rastro\/(nats|rabbitmq)$/, replacement: `${LIBRARY}$1.ts` },
+  { find: /^rastro$/, replacement: `${LIBRARY}index.ts` },
+];
 
 // Suites that hold transactions open for seconds, or kill processes inside them: they hold back
 // every reader in the cluster, and would slow or fail the other suites' reads.
@@ -22,9 +32,9 @@ export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
     projects: [
-      { test: { ...shared, name: 'suites', include: ['test/**/*.test.ts'], exclude: ALONE, sequence: { groupOrder: 0 } } },
+      { resolve: { alias }, test: { ...shared, name: 'suites', include: ['test/**/*.test.ts'], exclude: ALONE, sequence: { groupOrder: 0 } } },
       // After the others, one file at a time.
-      { test: { ...shared, name: 'alone', include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } } },
+      { resolve: { alias }, test: { ...shared, name: 'alone', include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
   },
 });

@@ -1,6 +1,6 @@
 // rastro: a full audit of the largest deployment (after a first, recorded one that also warms
 // up), then per history size the median of three incremental audits, each after 10,000 new events.
-import { runAudit } from '../../dist/index.js';
+import { runAudit } from 'rastro';
 import { median } from '../shared/measure.js';
 import { runContender } from '../shared/contender.js';
 import { AUDIT, openDeployment, sizeKey } from './workload.js';

@@ -3,7 +3,7 @@
 // normalized rows (exactly the normalizer's fold) and the live checkpoint at their end; 5,000
 // accounts of ten events with a snapshot at version 10; 10,000 charges CAPTURED with their
 // ledger entries, ChargeStarted and ChargeCaptured, published by a relay run.
-import { createEventStore, migrate, openDatabase } from '../../dist/index.js';
+import { createEventStore, migrate, openDatabase } from 'rastro';
 import { DATABASE_URL } from '../shared/database.js';
 
 export const AUDIT = Object.freeze({

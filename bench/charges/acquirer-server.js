@@ -2,7 +2,7 @@
 // its own, so its event loop is not the server's. No delay and no faults: every capture is made
 // and answered at once, every lookup of a captured key answers `captured`. The parent can ask it
 // for its `stats` (requests served, captures standing) and the CPU time it has used.
-import { startAcquirerFake } from '../../dist/index.js';
+import { startAcquirerFake } from 'rastro';
 import { serveChild } from '../shared/server-child.js';
 
 await serveChild(async () => {

@@ -5,7 +5,7 @@
 // charges by status (`charges`).
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { startServer } from '../../dist/index.js';
+import { startServer } from 'rastro-server';
 import { DATABASE_URL } from '../shared/database.js';
 import { serveChild } from '../shared/server-child.js';
 

@@ -4,7 +4,7 @@
 // process of its own (bench/charges/reconciler.js).
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { migrate, openDatabase } from '../../dist/index.js';
+import { migrate, openDatabase } from 'rastro';
 import { runContender } from '../shared/contender.js';
 import { DATABASE_URL } from '../shared/database.js';
 import { poolErrors } from '../shared/pools.js';

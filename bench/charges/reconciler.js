@@ -3,7 +3,7 @@
 // `reconcileEffects(store, { types: charges.effectTypes, limit })` until nothing claimable is left.
 // It answers with the report and the seconds the call took.
 import { performance } from 'node:perf_hooks';
-import { acquirerClient, createCharges, createEventStore, openDatabase, reconcileEffects } from '../../dist/index.js';
+import { acquirerClient, createCharges, createEventStore, openDatabase, reconcileEffects } from 'rastro';
 import { DATABASE_URL } from '../shared/database.js';
 import { poolErrors } from '../shared/pools.js';
 import { serveChild } from '../shared/server-child.js';

@@ -1,5 +1,5 @@
 // rastro through its public API, built into dist/.
-import { createEventStore, migrate, openDatabase } from '../../dist/index.js';
+import { createEventStore, migrate, openDatabase } from 'rastro';
 import { runContender } from '../shared/contender.js';
 import { DATABASE_URL } from '../shared/database.js';
 import { poolErrors } from '../shared/pools.js';

@@ -1,4 +1,4 @@
-import { openDatabase, migrate, createEventStore, LOG_START } from '../../dist/index.js';
+import { openDatabase, migrate, createEventStore, LOG_START } from 'rastro';
 // Append-to-handler latency of a subscriber on real PostgreSQL: one writer appends 300 events,
 // 5-25 ms apart, from another pool; a subscriber measures when each reaches its handler.
 // Run on a quiet server: an open transaction anywhere in the cluster holds readers back.

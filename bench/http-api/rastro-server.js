@@ -3,7 +3,7 @@
 // (batches of 1,000 deposits) and, with `rebuildSnapshots`, snapshots it at its last version.
 // The parent can ask it to `analyze` its tables, or whether they have been analyzed.
 import { randomBytes } from 'node:crypto';
-import { startServer } from '../../dist/index.js';
+import { startServer } from 'rastro-server';
 import { DATABASE_URL } from '../shared/database.js';
 import { serveChild } from '../shared/server-child.js';
 

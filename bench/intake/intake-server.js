@@ -1,7 +1,7 @@
 // The server under test for the webhook row: rastro's own `startServer` from dist/, in a fresh
 // schema that is dropped on close.
 import { randomBytes } from 'node:crypto';
-import { startServer } from '../../dist/index.js';
+import { startServer } from 'rastro-server';
 import { DATABASE_URL } from '../shared/database.js';
 import { serveChild } from '../shared/server-child.js';
 

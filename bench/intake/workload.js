@@ -1,7 +1,7 @@
 // The intake workload: order histories of 10,000, 100,000 and 1,000,000 raw snapshots (ten per
 // order), inserted by SQL straight into a bench schema's events table with the normalized rows
 // and the live checkpoint they would have, then 1,000 new snapshots per round through the intake.
-import { createEventStore, createOrders, migrate, openDatabase } from '../../dist/index.js';
+import { createEventStore, createOrders, migrate, openDatabase } from 'rastro';
 import { DATABASE_URL } from '../shared/database.js';
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);

@@ -1,6 +1,7 @@
 // rastro's relay: the outbox filled by SQL (setup), then 1 and 3 relays publishing it to
 // JetStream; and the latency from commit to PubAck under a steady write rate.
-import { createEventStore, createNatsPublisher, createOutbox, migrate, openDatabase, outboxChannel, runRelay } from '../../dist/index.js';
+import { createEventStore, createOutbox, migrate, openDatabase, outboxChannel, runRelay } from 'rastro';
+import { createNatsPublisher } from 'rastro/nats';
 import { runContender } from '../shared/contender.js';
 import { DATABASE_URL } from '../shared/database.js';
 import { poolErrors } from '../shared/pools.js';

@@ -9,7 +9,7 @@
 // by two processes sharing one run id, twice each, in the order one, two, two, one.
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { defineProcessor, runLive } from '../../dist/index.js';
+import { defineProcessor, runLive } from 'rastro';
 import { runContender } from '../shared/contender.js';
 import { BESIDE_LIVE, openFilledStore } from './workload.js';
 

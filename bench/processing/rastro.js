@@ -1,7 +1,7 @@
 // rastro's replay runner over the same 100,000 events: (b) every effect applied against an
 // in-process provider, then (a) a second run finding every effect already recorded, then
 // (c) a simulated run.
-import { runReplay } from '../../dist/index.js';
+import { runReplay } from 'rastro';
 import { runContender } from '../shared/contender.js';
 import { PROCESSING, applyPolicy, commissions, openFilledStore } from './workload.js';
 

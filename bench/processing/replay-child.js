@@ -1,7 +1,7 @@
 // One process of a replay, forked by the beside-live contender: `runReplay` with its default
 // settings over the schema's paid orders, as `rastro replay` runs it. Reports over IPC when its
 // first batch is done and, at the end, when it started and ended (epoch ms) and what it handled.
-import { createEventStore, openDatabase, runReplay } from '../../dist/index.js';
+import { createEventStore, openDatabase, runReplay } from 'rastro';
 import { DATABASE_URL } from '../shared/database.js';
 import { commissions } from './workload.js';
 

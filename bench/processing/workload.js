@@ -1,5 +1,5 @@
 // The processing workload: 100,000 `order.paid` events, one per order, as the story has them.
-import { createEventStore, defineProcessor, migrate, openDatabase } from '../../dist/index.js';
+import { createEventStore, defineProcessor, migrate, openDatabase } from 'rastro';
 import { DATABASE_URL } from '../shared/database.js';
 import { poolErrors } from '../shared/pools.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { runLiveRound } from '../../src/processing/live-round.js';
+import { runLiveRound } from '../../packages/rastro/src/processing/live-round.js';
 import { backends } from '../support/databases.js';
 import { auditWorld, brief, type AuditWorld } from '../support/audit-world.js';
 import { TIPS_POLICY, tipsWorld } from '../support/ops-fixture.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/http/app.js';
-import { startServer } from '../../src/server.js';
+import { buildApp } from '../../packages/server/src/http/app.js';
+import { startServer } from '../../packages/server/src/server.js';
 import { backends, DATABASE_URL, schemaName } from '../support/databases.js';
 import { auditWorld } from '../support/audit-world.js';
 import { eventually } from '../support/eventually.js';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { runLive } from '../../src/processing/live-runner.js';
-import { startReconcileLoop } from '../../src/processing/ledger/reconciler.js';
-import { ORDER_NORMALIZER_POLICY } from '../../src/intake/order-normalizer.js';
-import { runRelay } from '../../src/outbox/relay.js';
-import { createMemoryPublisher } from '../../src/brokers/memory.js';
+import { runLive } from '../../packages/rastro/src/processing/live-runner.js';
+import { startReconcileLoop } from '../../packages/rastro/src/processing/ledger/reconciler.js';
+import { ORDER_NORMALIZER_POLICY } from '../../packages/rastro/src/intake/order-normalizer.js';
+import { runRelay } from '../../packages/rastro/src/outbox/relay.js';
+import { createMemoryPublisher } from '../../packages/rastro/src/brokers/memory.js';
 import { postgresBackend } from '../support/databases.js';
 import { auditWorld, brief } from '../support/audit-world.js';
 import { TIPS_POLICY, tipsWorld } from '../support/ops-fixture.js';

@@ -3,11 +3,11 @@ import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/t
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import amqp from 'amqplib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAmqpConsumer } from '../../src/brokers/amqp-consumer.js';
-import type { BrokerConsumer } from '../../src/brokers/consumer.js';
-import { createNatsConsumer } from '../../src/brokers/nats-consumer.js';
-import { consumeIntoStore } from '../../src/inbox/consume-into-store.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { createAmqpConsumer } from '../../packages/rastro/src/brokers/amqp-consumer.js';
+import type { BrokerConsumer } from '../../packages/rastro/src/brokers/consumer.js';
+import { createNatsConsumer } from '../../packages/rastro/src/brokers/nats-consumer.js';
+import { consumeIntoStore } from '../../packages/rastro/src/inbox/consume-into-store.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { NATS_URL, RABBITMQ_URL } from '../support/brokers.js';
 import { backends, freshSchema } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';

@@ -1,8 +1,8 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { relayAdmin } from '../../src/outbox/relay-admin.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { relayAdmin } from '../../packages/rastro/src/outbox/relay-admin.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { canStartNats, startNatsCluster, type ClusterNode } from '../support/brokers.js';
 import { DATABASE_URL, freshSchema, postgresBackend } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_AMOUNT } from '../../src/accounts/account.js';
+import { MAX_AMOUNT } from '../../packages/rastro/src/accounts/account.js';
 import { backends } from '../support/databases.js';
 import { chargeApp } from '../support/charges.js';
 

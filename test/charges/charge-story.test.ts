@@ -2,7 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runChargeStory } from '../../src/demo/charge-story.js';
+import { runChargeStory } from '../../packages/server/src/demo/charge-story.js';
 
 describe('the charge story (seed 002), as `rastro demo charges` tells it', () => {
   it('a capture whose process was killed is found by reconciliation; an unknown one ends in review', async () => {

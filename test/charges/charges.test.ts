@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Charge } from '../../src/charges/charges.js';
-import { effectLedger } from '../../src/processing/effect-admin.js';
-import { reconcileEffects } from '../../src/processing/ledger/reconciler.js';
+import type { Charge } from '../../packages/rastro/src/charges/charges.js';
+import { effectLedger } from '../../packages/rastro/src/processing/effect-admin.js';
+import { reconcileEffects } from '../../packages/rastro/src/processing/ledger/reconciler.js';
 import { backends } from '../support/databases.js';
 import { chargeApp, sleep } from '../support/charges.js';
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { Charge } from '../../src/charges/charges.js';
-import { quoteSchema } from '../../src/db/schema-name.js';
-import { effectLedger } from '../../src/processing/effect-admin.js';
-import type { EffectType } from '../../src/processing/ledger/effect-type.js';
-import { reconcileEffects, Reconciler } from '../../src/processing/ledger/reconciler.js';
-import { openRunnerSession } from '../../src/processing/runner-session.js';
-import { processingSql } from '../../src/processing/sql.js';
+import type { Charge } from '../../packages/rastro/src/charges/charges.js';
+import { quoteSchema } from '../../packages/rastro/src/db/schema-name.js';
+import { effectLedger } from '../../packages/rastro/src/processing/effect-admin.js';
+import type { EffectType } from '../../packages/rastro/src/processing/ledger/effect-type.js';
+import { reconcileEffects, Reconciler } from '../../packages/rastro/src/processing/ledger/reconciler.js';
+import { openRunnerSession } from '../../packages/rastro/src/processing/runner-session.js';
+import { processingSql } from '../../packages/rastro/src/processing/sql.js';
 import { backends } from '../support/databases.js';
 import { chargeApp, sleep } from '../support/charges.js';
 import { eventually } from '../support/eventually.js';

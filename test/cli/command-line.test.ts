@@ -3,8 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { allCommands, commandPath } from '../../src/cli/command-tree.js';
-import { buildProgram } from '../../src/cli/program.js';
+import { allCommands, commandPath } from '../../packages/server/src/cli/command-tree.js';
+import { buildProgram } from '../../packages/server/src/cli/program.js';
 import { CLI, runRastro } from '../support/cli.js';
 
 

@@ -3,12 +3,12 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAccountLedger } from '../../src/accounts/account-ledger.js';
-import { startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
-import { migrate } from '../../src/db/migrate.js';
-import { snapshotIntake } from '../../src/intake/snapshot-intake.js';
-import { openDatabase } from '../../src/db/open-database.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { createAccountLedger } from '../../packages/rastro/src/accounts/account-ledger.js';
+import { startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { migrate } from '../../packages/rastro/src/db/migrate.js';
+import { snapshotIntake } from '../../packages/rastro/src/intake/snapshot-intake.js';
+import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { DATABASE_URL, schemaName } from '../support/databases.js';
 import { CLI, runRastro } from '../support/cli.js';
 

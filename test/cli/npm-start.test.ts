@@ -19,7 +19,7 @@ describe('npm start in a fresh clone', () => {
     clone = mkdtempSync(join(tmpdir(), 'rastro-clone-'));
     execFileSync('git', ['clone', '--quiet', '--local', '--no-hardlinks', ROOT, join(clone, 'rastro')]);
     symlinkSync(join(ROOT, 'node_modules'), join(clone, 'rastro', 'node_modules'));
-    cpSync(join(ROOT, 'dist'), join(clone, 'rastro', 'dist'), { recursive: true });
+    for (const pkg of ['packages/rastro', 'packages/server']) cpSync(join(ROOT, pkg, 'dist'), join(clone, 'rastro', pkg, 'dist'), { recursive: true });
   });
   afterAll(() => rmSync(clone, { recursive: true, force: true }));
 

@@ -2,9 +2,9 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/open-database.js';
-import { startProviderFake, type ProviderFake } from '../../src/intake/provider-fake.js';
-import { createServices } from '../../src/server.js';
+import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
+import { startProviderFake, type ProviderFake } from '../../packages/rastro/src/intake/provider-fake.js';
+import { createServices } from '../../packages/server/src/server.js';
 import { runRastro } from '../support/cli.js';
 
 

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from '../../src/db/migrate.js';
-import { openDatabase } from '../../src/db/open-database.js';
-import { createOutbox } from '../../src/outbox/outbox.js';
+import { migrate } from '../../packages/rastro/src/db/migrate.js';
+import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
+import { createOutbox } from '../../packages/rastro/src/outbox/outbox.js';
 
 const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
+const CLI = join(import.meta.dirname, '../../packages/server/dist/cli/main.js');
 let dataDir: string;
 const env = () => ({ ...process.env, DATABASE_URL: '', RASTRO_BROKER_URL: '', RASTRO_DATA_DIR: dataDir });
 const rastro = (args: string[]) => run(process.execPath, [CLI, ...args], { env: env() });

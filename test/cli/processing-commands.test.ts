@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
-import { migrate } from '../../src/db/migrate.js';
-import { openDatabase } from '../../src/db/open-database.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { migrate } from '../../packages/rastro/src/db/migrate.js';
+import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 
 const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
+const CLI = join(import.meta.dirname, '../../packages/server/dist/cli/main.js');
 const FIXTURE = join(import.meta.dirname, '../fixtures/processors.mjs');
 
 let seller: SellerNotifier;
@@ -109,7 +109,7 @@ describe('the processing commands on the embedded database', () => {
     const project = await mkdtemp(join(tmpdir(), 'rastro-project-'));
     await writeFile(
       join(project, 'rastro.config.mjs'),
-      `import { defineProcessor } from ${JSON.stringify(join(import.meta.dirname, '../../dist/index.js'))};
+      `import { defineProcessor } from ${JSON.stringify(join(import.meta.dirname, '../../packages/rastro/dist/index.js'))};
        export default { processors: [defineProcessor({ name: 'from-config', handlers: { 'order.paid': async (event, ctx) => {
          await ctx.upsert('configured', event.streamId, { ok: true }, { version: event.streamVersion });
        } } })] };`,

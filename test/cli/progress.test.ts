@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { progressBarText, startProgress } from '../../src/cli/progress.js';
+import { progressBarText, startProgress } from '../../packages/server/src/cli/progress.js';
 
 function stream(isTTY: boolean) {
   const writes: string[] = [];

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import amqp from 'amqplib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startAcquirerFake } from '../../src/charges/acquirer-fake.js';
+import { startAcquirerFake } from '../../packages/rastro/src/charges/acquirer-fake.js';
 import { RABBITMQ_URL } from '../support/brokers.js';
 import { DATABASE_URL, postgresBackend, schemaName } from '../support/databases.js';
 import { proxiedDatabase } from '../support/database-proxy.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 
-const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
+const CLI = join(import.meta.dirname, '../../packages/server/dist/cli/main.js');
 
 /** Starts `rastro serve` as a real process on the embedded database and returns its URL. */
 async function serve(dataDir: string): Promise<string> {

@@ -9,20 +9,25 @@ const UP_TO_DATE = 'dist/ is up to date with src/: no build needed';
 
 /**
  * npm start's prestart (`scripts/build.mjs --if-changed`) on a one-file project of the same shape
- * (the script, src/, the tsconfigs, package.json, the real TypeScript), so each build is quick.
+ * (the script, a workspace package with its src/, the tsconfigs, the package.json files, the real
+ * TypeScript), so each build is quick.
  */
 describe("npm start's build only when a source changed", () => {
   let project: string;
   const build = () => execFileSync(process.execPath, ['scripts/build.mjs', '--if-changed'], { cwd: project, encoding: 'utf8' });
-  const built = () => readFileSync(join(project, 'dist', 'tip.js'), 'utf8');
-  const write = (file: string, text: string) => writeFileSync(join(project, 'src', file), text);
+  const pkg = (...path: string[]) => join(project, 'packages', 'tip', ...path);
+  const built = () => readFileSync(pkg('dist', 'tip.js'), 'utf8');
+  const write = (file: string, text: string) => writeFileSync(pkg('src', file), text);
 
   beforeAll(() => {
     project = mkdtempSync(join(tmpdir(), 'rastro-build-'));
     mkdirSync(join(project, 'scripts'));
-    mkdirSync(join(project, 'src'));
+    mkdirSync(pkg('src'), { recursive: true });
     copyFileSync(join(ROOT, 'scripts', 'build.mjs'), join(project, 'scripts', 'build.mjs'));
-    for (const file of ['tsconfig.json', 'tsconfig.build.json', 'package.json']) copyFileSync(join(ROOT, file), join(project, file));
+    copyFileSync(join(ROOT, 'tsconfig.base.json'), join(project, 'tsconfig.base.json'));
+    copyFileSync(join(ROOT, 'packages', 'rastro', 'tsconfig.build.json'), pkg('tsconfig.build.json'));
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'tip-workspace', private: true, type: 'module', workspaces: ['packages/tip'] }));
+    writeFileSync(pkg('package.json'), JSON.stringify({ name: 'tip', type: 'module' }));
     symlinkSync(join(ROOT, 'node_modules'), join(project, 'node_modules'));
     write('tip.ts', 'export const cents = 100;\n');
   });
@@ -37,7 +42,7 @@ describe("npm start's build only when a source changed", () => {
   it('rebuilds after an edit, even one that keeps an old modification time', () => {
     write('tip.ts', 'export const cents = 200;\n');
     // A file restored with its old time (cp -p, tar, some checkouts) must still count.
-    utimesSync(join(project, 'src', 'tip.ts'), new Date('2000-01-01'), new Date('2000-01-01'));
+    utimesSync(pkg('src', 'tip.ts'), new Date('2000-01-01'), new Date('2000-01-01'));
     expect(build()).not.toContain(UP_TO_DATE);
     expect(built()).toContain('cents = 200');
     expect(build()).toContain(UP_TO_DATE);
@@ -46,21 +51,21 @@ describe("npm start's build only when a source changed", () => {
   it('rebuilds after a source is deleted, and leaves no output of it behind', () => {
     write('gone.ts', 'export const gone = true;\n');
     build();
-    rmSync(join(project, 'src', 'gone.ts'));
+    rmSync(pkg('src', 'gone.ts'));
     expect(build()).not.toContain(UP_TO_DATE);
-    expect(() => readFileSync(join(project, 'dist', 'gone.js'))).toThrow();
+    expect(() => readFileSync(pkg('dist', 'gone.js'))).toThrow();
   });
 
   it('rebuilds when dist/ was changed or rebuilt by something else', () => {
-    writeFileSync(join(project, 'dist', 'tip.js'), 'export const cents = -1;\n');
+    writeFileSync(pkg('dist', 'tip.js'), 'export const cents = -1;\n');
     expect(build()).not.toContain(UP_TO_DATE);
     expect(built()).toContain('cents = 200');
   });
 
   it('rebuilds when a tsconfig changed', () => {
-    const tsconfig = join(project, 'tsconfig.json');
+    const tsconfig = join(project, 'tsconfig.base.json');
     writeFileSync(tsconfig, readFileSync(tsconfig, 'utf8').replace('"sourceMap": true', '"sourceMap": false'));
     expect(build()).not.toContain(UP_TO_DATE);
-    expect(() => readFileSync(join(project, 'dist', 'tip.js.map'))).toThrow();
+    expect(() => readFileSync(pkg('dist', 'tip.js.map'))).toThrow();
   });
 });

@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAudit } from '../../src/audit/run-audit.js';
-import { runLiveRound } from '../../src/processing/live-round.js';
-import type { EffectPolicy } from '../../src/processing/policy.js';
-import type { Processor } from '../../src/processing/processor.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { runAudit } from '../../packages/rastro/src/audit/run-audit.js';
+import { runLiveRound } from '../../packages/rastro/src/processing/live-round.js';
+import type { EffectPolicy } from '../../packages/rastro/src/processing/policy.js';
+import type { Processor } from '../../packages/rastro/src/processing/processor.js';
+import { startServer, type RunningServer } from '../../packages/server/src/server.js';
 import { hasChromium, openBrowser, SCREENSHOTS } from '../support/browser.js';
 import { DATABASE_URL, schemaName } from '../support/databases.js';
 

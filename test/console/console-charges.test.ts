@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acquirerClient } from '../../src/charges/acquirer.js';
-import { startAcquirerFake, type AcquirerFake } from '../../src/charges/acquirer-fake.js';
-import { createCharges, type Charge } from '../../src/charges/charges.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { acquirerClient } from '../../packages/rastro/src/charges/acquirer.js';
+import { startAcquirerFake, type AcquirerFake } from '../../packages/rastro/src/charges/acquirer-fake.js';
+import { createCharges, type Charge } from '../../packages/rastro/src/charges/charges.js';
+import { startServer, type RunningServer } from '../../packages/server/src/server.js';
 import { hasChromium, openBrowser, SCREENSHOTS } from '../support/browser.js';
 import { chargesInEveryStatus } from '../support/charges.js';
 import { DATABASE_URL, schemaName } from '../support/databases.js';

@@ -3,17 +3,17 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSellerNotifier } from '../../src/demo/seller-notifier.js';
-import type { EffectPolicy } from '../../src/processing/policy.js';
-import type { Processor } from '../../src/processing/processor.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { runStatus } from '../../src/processing/run-status.js';
+import { startSellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import type { EffectPolicy } from '../../packages/rastro/src/processing/policy.js';
+import type { Processor } from '../../packages/rastro/src/processing/processor.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { runStatus } from '../../packages/rastro/src/processing/run-status.js';
 import { hasChromium, openBrowser } from '../support/browser.js';
 import { populatedConsole, SIMULATE_RUN, TIPS_FIXTURE, type PopulatedConsole } from '../support/console-server.js';
 import { DATABASE_URL } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 
-const CHILD = join(import.meta.dirname, '../../dist/demo/run-child.js');
+const CHILD = join(import.meta.dirname, '../../packages/server/dist/demo/run-child.js');
 const FAILING_RUN = 'truth-failing-simulate';
 
 async function tips(): Promise<{ processor: Processor; policy: EffectPolicy }> {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { resolveConfig } from '../../src/config.js';
-import { openPostgres } from '../../src/db/postgres.js';
-import { openServices } from '../../src/server.js';
+import { resolveConfig } from '../../packages/server/src/config.js';
+import { openPostgres } from '../../packages/rastro/src/db/postgres.js';
+import { openServices } from '../../packages/server/src/server.js';
 import { DATABASE_URL } from '../support/databases.js';
 
 describe.skipIf(!DATABASE_URL)('connections to a PostgreSQL server', () => {

@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/open-database.js';
-import { DatabaseInUseError } from '../../src/errors.js';
+import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
+import { DatabaseInUseError } from '../../packages/rastro/src/errors.js';
 
-const DIST_OPEN = pathToFileURL(join(import.meta.dirname, '..', '..', 'dist', 'db', 'open-database.js')).href;
+const DIST_OPEN = pathToFileURL(join(import.meta.dirname, '..', '..', 'packages', 'rastro', 'dist', 'db', 'open-database.js')).href;
 
 /** Another process with the folder open, as a running `rastro serve` has it. */
 async function holder(folder: string) {

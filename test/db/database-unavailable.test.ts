@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable, toDatabaseError } from '../../src/db/database-error.js';
-import { openPostgres } from '../../src/db/postgres.js';
-import { DatabaseError, DatabaseUnavailableError } from '../../src/errors.js';
+import { isDatabaseUnavailable, toDatabaseError } from '../../packages/rastro/src/db/database-error.js';
+import { openPostgres } from '../../packages/rastro/src/db/postgres.js';
+import { DatabaseError, DatabaseUnavailableError } from '../../packages/rastro/src/errors.js';
 import { DATABASE_URL, postgresBackend } from '../support/databases.js';
 import { freePort } from '../support/brokers.js';
 

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { MIGRATIONS_DIR, migrate } from '../../src/db/migrate.js';
-import { ConfigError, MigrationError } from '../../src/errors.js';
+import { MIGRATIONS_DIR, migrate } from '../../packages/rastro/src/db/migrate.js';
+import { ConfigError, MigrationError } from '../../packages/rastro/src/errors.js';
 import { backends, DATABASE_URL, postgresBackend, schemaName } from '../support/databases.js';
 
 const run = promisify(execFile);
@@ -76,7 +76,7 @@ describe.each(backends())('migrations on $name', (backend) => {
 describe.skipIf(!postgresBackend())('the migration race on real PostgreSQL', () => {
   it('lets four processes migrate a fresh schema at once: all succeed, each file applied once', async () => {
     const schema = schemaName();
-    const cli = join(import.meta.dirname, '../../dist/cli/main.js');
+    const cli = join(import.meta.dirname, '../../packages/server/dist/cli/main.js');
     const env = { ...process.env, DATABASE_URL, RASTRO_SCHEMA: schema };
     const results = await Promise.allSettled(Array.from({ length: 4 }, () => run(process.execPath, [cli, 'migrate'], { env })));
     const db = await postgresBackend()!.db();

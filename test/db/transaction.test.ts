@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DatabaseError } from '../../src/errors.js';
+import { DatabaseError } from '../../packages/rastro/src/errors.js';
 import { backends, freshSchema } from '../support/databases.js';
 
 describe.each(backends())('a transaction on $name', (backend) => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/http/app.js';
-import { createServices } from '../../src/server.js';
+import { buildApp } from '../../packages/server/src/http/app.js';
+import { createServices } from '../../packages/server/src/server.js';
 import { DATABASE_URL, freshSchema, postgresBackend } from '../support/databases.js';
 import { proxiedDatabase } from '../support/database-proxy.js';
 import { eventually } from '../support/eventually.js';

@@ -1,10 +1,10 @@
-import { readMigrationFiles } from '../../src/db/migrate.js';
+import { readMigrationFiles } from '../../packages/rastro/src/db/migrate.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAmqpPublisher } from '../../src/brokers/amqp.js';
-import type { Publisher } from '../../src/brokers/message.js';
-import { createNatsPublisher } from '../../src/brokers/nats.js';
-import { buildApp, type AppDeps } from '../../src/http/app.js';
-import { createServices } from '../../src/server.js';
+import { createAmqpPublisher } from '../../packages/rastro/src/brokers/amqp.js';
+import type { Publisher } from '../../packages/rastro/src/brokers/message.js';
+import { createNatsPublisher } from '../../packages/rastro/src/brokers/nats.js';
+import { buildApp, type AppDeps } from '../../packages/server/src/http/app.js';
+import { createServices } from '../../packages/server/src/server.js';
 import { backends, freshSchema, type Backend } from '../support/databases.js';
 import { NATS_URL, RABBITMQ_URL, startTcpProxy } from '../support/brokers.js';
 import { eventually } from '../support/eventually.js';

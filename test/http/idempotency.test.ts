@@ -42,7 +42,7 @@ describe.each(backends())('Idempotency-Key on $name', (backend) => {
   it('answers 409 while a request with the same key is in flight', async () => {
     const t = await testApp(backend);
     const id = await t.openAccount();
-    const { requestFingerprint } = await import('../../src/http/idempotency-keys.js');
+    const { requestFingerprint } = await import('../../packages/server/src/http/idempotency-keys.js');
     const claim = await t.keys.claim('busy', requestFingerprint('POST', `/accounts/${id}/deposit`, { amount: 5 }));
     expect(claim.kind).toBe('claimed');
     const res = await t.post(`/accounts/${id}/deposit`, { amount: 5 }, { 'idempotency-key': 'busy' });

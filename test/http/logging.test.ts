@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { startServer } from '../../src/server.js';
+import { startServer } from '../../packages/server/src/server.js';
 import { backends } from '../support/databases.js';
 import { testApp } from '../support/app.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pollProvider } from '../../src/intake/provider-poller.js';
-import { startProviderFake, type ProviderFake } from '../../src/intake/provider-fake.js';
+import { pollProvider } from '../../packages/rastro/src/intake/provider-poller.js';
+import { startProviderFake, type ProviderFake } from '../../packages/rastro/src/intake/provider-fake.js';
 import { testApp } from '../support/app.js';
 import { backends } from '../support/databases.js';
 

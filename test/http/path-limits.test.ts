@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { MAX_ORDER_ID_LENGTH, MAX_SOURCE_LENGTH } from '../../src/intake/order-snapshot.js';
-import { MAX_EFFECT_KEY_LENGTH } from '../../src/http/path-limits.js';
+import { MAX_ORDER_ID_LENGTH, MAX_SOURCE_LENGTH } from '../../packages/rastro/src/intake/order-snapshot.js';
+import { MAX_EFFECT_KEY_LENGTH } from '../../packages/server/src/http/path-limits.js';
 import { testApp } from '../support/app.js';
 import { backends } from '../support/databases.js';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ORDER_STATUSES } from '../../src/intake/order-snapshot.js';
+import { ORDER_STATUSES } from '../../packages/rastro/src/intake/order-snapshot.js';
 import { backends } from '../support/databases.js';
 import { ordersOn } from '../support/order-intake.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ORDER_NORMALIZER_POLICY } from '../../src/intake/order-normalizer.js';
-import { runLive } from '../../src/processing/live-runner.js';
+import { ORDER_NORMALIZER_POLICY } from '../../packages/rastro/src/intake/order-normalizer.js';
+import { runLive } from '../../packages/rastro/src/processing/live-runner.js';
 import { postgresBackend } from '../support/databases.js';
 import { ordersOn } from '../support/order-intake.js';
 

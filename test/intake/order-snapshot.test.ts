@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseLastUpdate, parseOrderKey, parseOrderSnapshot, snapshotEventId } from '../../src/intake/order-snapshot.js';
+import { parseLastUpdate, parseOrderKey, parseOrderSnapshot, snapshotEventId } from '../../packages/rastro/src/intake/order-snapshot.js';
 
 describe('order snapshots', () => {
   it('parses every precision and offset to the instant it names', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startProviderFake, type ProviderFake } from '../../src/intake/provider-fake.js';
-import { startServer } from '../../src/server.js';
+import { startProviderFake, type ProviderFake } from '../../packages/rastro/src/intake/provider-fake.js';
+import { startServer } from '../../packages/server/src/server.js';
 import { schemaName } from '../support/databases.js';
 
 let provider: ProviderFake;

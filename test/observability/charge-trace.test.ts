@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { SpanKind } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMemoryPublisher } from '../../src/brokers/memory.js';
-import { wireHeaders } from '../../src/brokers/message.js';
-import type { Charge } from '../../src/charges/charges.js';
-import { consumeIntoStore } from '../../src/inbox/consume-into-store.js';
-import { runRelay } from '../../src/outbox/relay.js';
+import { createMemoryPublisher } from '../../packages/rastro/src/brokers/memory.js';
+import { wireHeaders } from '../../packages/rastro/src/brokers/message.js';
+import type { Charge } from '../../packages/rastro/src/charges/charges.js';
+import { consumeIntoStore } from '../../packages/rastro/src/inbox/consume-into-store.js';
+import { runRelay } from '../../packages/rastro/src/outbox/relay.js';
 import { chargeApp } from '../support/charges.js';
 import { backends } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';

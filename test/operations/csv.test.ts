@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { csv } from '../../src/operations/csv.js';
+import { csv } from '../../packages/server/src/operations/csv.js';
 
 describe('CSV', () => {
   it('neutralizes every cell a spreadsheet would run as a formula, as OWASP prescribes', () => {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { backends } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
 import { opsApp, seedTips, TIPS_POLICY } from '../support/ops-fixture.js';
 
 const post = (app: FastifyInstance, url: string, body: unknown, headers: Record<string, string> = {}) =>

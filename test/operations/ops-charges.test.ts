@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import type { Charge } from '../../src/charges/charges.js';
+import type { Charge } from '../../packages/rastro/src/charges/charges.js';
 import { backends } from '../support/databases.js';
 import { chargeApp, chargesInEveryStatus } from '../support/charges.js';
 

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMemoryPublisher } from '../../src/brokers/memory.js';
-import type { BrokerMessage } from '../../src/brokers/message.js';
-import { createOutbox } from '../../src/outbox/outbox.js';
-import { relayAdmin } from '../../src/outbox/relay-admin.js';
-import { runRelay, type Relay } from '../../src/outbox/relay.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { createMemoryPublisher } from '../../packages/rastro/src/brokers/memory.js';
+import type { BrokerMessage } from '../../packages/rastro/src/brokers/message.js';
+import { createOutbox } from '../../packages/rastro/src/outbox/outbox.js';
+import { relayAdmin } from '../../packages/rastro/src/outbox/relay-admin.js';
+import { runRelay, type Relay } from '../../packages/rastro/src/outbox/relay.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { freshSchema, postgresBackend } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { MemoryPublisher } from '../../src/brokers/memory.js';
-import { createOutbox } from '../../src/outbox/outbox.js';
-import { startServer } from '../../src/server.js';
+import type { MemoryPublisher } from '../../packages/rastro/src/brokers/memory.js';
+import { createOutbox } from '../../packages/rastro/src/outbox/outbox.js';
+import { startServer } from '../../packages/server/src/server.js';
 import { DATABASE_URL, schemaName } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 

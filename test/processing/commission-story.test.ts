@@ -2,7 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCommissionStory, type StoryReport } from '../../src/demo/commission-story.js';
+import { runCommissionStory, type StoryReport } from '../../packages/server/src/demo/commission-story.js';
 import { DATABASE_URL, schemaName } from '../support/databases.js';
 
 /**

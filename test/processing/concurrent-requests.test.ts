@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
-import { effectLedger } from '../../src/processing/effect-admin.js';
-import { runLive } from '../../src/processing/live-runner.js';
-import { defineProcessor, type Processor } from '../../src/processing/processor.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { effectLedger } from '../../packages/rastro/src/processing/effect-admin.js';
+import { runLive } from '../../packages/rastro/src/processing/live-runner.js';
+import { defineProcessor, type Processor } from '../../packages/rastro/src/processing/processor.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema, type Backend } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { makeOrders, payOrders } from '../support/orders.js';

@@ -1,19 +1,19 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAudit } from '../../src/audit/run-audit.js';
-import { commissionCents, commissionProcessor } from '../../src/demo/commission.js';
-import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
-import { migrate } from '../../src/db/migrate.js';
-import { effectLedger } from '../../src/processing/effect-admin.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { runAudit } from '../../packages/rastro/src/audit/run-audit.js';
+import { commissionCents, commissionProcessor } from '../../packages/server/src/demo/commission.js';
+import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { migrate } from '../../packages/rastro/src/db/migrate.js';
+import { effectLedger } from '../../packages/rastro/src/processing/effect-admin.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { DATABASE_URL, postgresBackend, schemaName } from '../support/databases.js';
 import { commissions, makeOrders, payOrders } from '../support/orders.js';
 
 const postgres = postgresBackend();
 const TRIALS = Number(process.env.RASTRO_CRASH_TRIALS ?? 100);
-const CHILD = join(import.meta.dirname, '../../dist/demo/run-child.js');
+const CHILD = join(import.meta.dirname, '../../packages/server/dist/demo/run-child.js');
 const policy = { 'notify-seller': { mode: 'apply', onFailure: 'keep' }, 'notify-finance': { mode: 'apply', onFailure: 'release' } } as const;
 
 let seller: SellerNotifier;

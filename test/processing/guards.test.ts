@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { defineProcessor } from '../../src/processing/processor.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { defineProcessor } from '../../packages/rastro/src/processing/processor.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
 
 /** A processor that writes each snapshot event with the recency guard, recording what ctx.upsert answered. */

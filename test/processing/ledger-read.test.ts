@@ -2,11 +2,11 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { MIGRATIONS_DIR, migrate } from '../../src/db/migrate.js';
-import { defineProcessor } from '../../src/processing/processor.js';
-import { inLogOrder } from '../../src/processing/read-batch.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { MIGRATIONS_DIR, migrate } from '../../packages/rastro/src/db/migrate.js';
+import { defineProcessor } from '../../packages/rastro/src/processing/processor.js';
+import { inLogOrder } from '../../packages/rastro/src/processing/read-batch.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema, schemaName } from '../support/databases.js';
 import { makeOrders, payOrders } from '../support/orders.js';
 

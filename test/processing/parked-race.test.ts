@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { runLive } from '../../src/processing/live-runner.js';
-import { parkedEvents } from '../../src/processing/parking.js';
-import { defineProcessor } from '../../src/processing/processor.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { runLive } from '../../packages/rastro/src/processing/live-runner.js';
+import { parkedEvents } from '../../packages/rastro/src/processing/parking.js';
+import { defineProcessor } from '../../packages/rastro/src/processing/processor.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 

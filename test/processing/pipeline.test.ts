@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { quoteSchema } from '../../src/db/schema-name.js';
-import { processEvents } from '../../src/processing/process-events.js';
-import { defineProcessor } from '../../src/processing/processor.js';
-import { readRunBatch, WHOLE_LOG } from '../../src/processing/read-batch.js';
-import type { RunContext } from '../../src/processing/run-context.js';
-import { processingSql } from '../../src/processing/sql.js';
-import { LOG_START } from '../../src/store/event.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { quoteSchema } from '../../packages/rastro/src/db/schema-name.js';
+import { processEvents } from '../../packages/rastro/src/processing/process-events.js';
+import { defineProcessor } from '../../packages/rastro/src/processing/processor.js';
+import { readRunBatch, WHOLE_LOG } from '../../packages/rastro/src/processing/read-batch.js';
+import type { RunContext } from '../../packages/rastro/src/processing/run-context.js';
+import { processingSql } from '../../packages/rastro/src/processing/sql.js';
+import { LOG_START } from '../../packages/rastro/src/store/event.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
 
 // Under a replay's pipeline, a batch that only moved its progress is saved while the next batch

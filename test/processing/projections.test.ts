@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { defineProcessor } from '../../src/processing/processor.js';
-import { projections } from '../../src/processing/projections.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { defineProcessor } from '../../packages/rastro/src/processing/processor.js';
+import { projections } from '../../packages/rastro/src/processing/projections.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
 
 describe.each(backends())('reading processor state on $name', (backend) => {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { defineProcessor } from '../../src/processing/processor.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { processingSql } from '../../src/processing/sql.js';
-import { followsOn } from '../../src/processing/runners/replay-partitions.js';
-import { readRunBatch, WHOLE_LOG, type RunEvents } from '../../src/processing/read-batch.js';
-import type { RunContext } from '../../src/processing/run-context.js';
-import { LOG_START } from '../../src/store/event.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { defineProcessor } from '../../packages/rastro/src/processing/processor.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { processingSql } from '../../packages/rastro/src/processing/sql.js';
+import { followsOn } from '../../packages/rastro/src/processing/runners/replay-partitions.js';
+import { readRunBatch, WHOLE_LOG, type RunEvents } from '../../packages/rastro/src/processing/read-batch.js';
+import type { RunContext } from '../../packages/rastro/src/processing/run-context.js';
+import { LOG_START } from '../../packages/rastro/src/store/event.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
 
 /** Writes `data.doc` to `data.key` of projection `p`, unguarded: every write applies. */

@@ -1,18 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commissionProcessor, NOTIFY_FINANCE, NOTIFY_SELLER } from '../../src/demo/commission.js';
-import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
-import { migrate } from '../../src/db/migrate.js';
-import { effectLedger } from '../../src/processing/effect-admin.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { runDiff } from '../../src/processing/run-diff.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { commissionProcessor, NOTIFY_FINANCE, NOTIFY_SELLER } from '../../packages/server/src/demo/commission.js';
+import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { migrate } from '../../packages/rastro/src/db/migrate.js';
+import { effectLedger } from '../../packages/rastro/src/processing/effect-admin.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { runDiff } from '../../packages/rastro/src/processing/run-diff.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { DATABASE_URL, postgresBackend, schemaName } from '../support/databases.js';
 import { commissions, makeOrders, payOrders } from '../support/orders.js';
 
 const postgres = postgresBackend();
-const CHILD = join(import.meta.dirname, '../../dist/demo/run-child.js');
+const CHILD = join(import.meta.dirname, '../../packages/server/dist/demo/run-child.js');
 const KILLS = Number(process.env.RASTRO_REPLAY_KILLS ?? 30);
 const PROCESSES = 3;
 const ORDERS = 400;

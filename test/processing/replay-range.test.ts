@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { quoteSchema } from '../../src/db/schema-name.js';
-import { defineProcessor } from '../../src/processing/processor.js';
-import { rangeRemaining, WHOLE_LOG } from '../../src/processing/read-batch.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { processingSql } from '../../src/processing/sql.js';
-import { LOG_START } from '../../src/store/event.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { quoteSchema } from '../../packages/rastro/src/db/schema-name.js';
+import { defineProcessor } from '../../packages/rastro/src/processing/processor.js';
+import { rangeRemaining, WHOLE_LOG } from '../../packages/rastro/src/processing/read-batch.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { processingSql } from '../../packages/rastro/src/processing/sql.js';
+import { LOG_START } from '../../packages/rastro/src/store/event.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { freshSchema, postgresBackend } from '../support/databases.js';
 
 const backend = postgresBackend();

@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Database } from '../../src/db/database.js';
-import { openDatabase } from '../../src/db/open-database.js';
-import { defineProcessor, type Processor } from '../../src/processing/processor.js';
-import { runReplay, type RunSummary } from '../../src/processing/replay-runner.js';
-import { runStatus } from '../../src/processing/run-status.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import type { Database } from '../../packages/rastro/src/db/database.js';
+import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
+import { defineProcessor, type Processor } from '../../packages/rastro/src/processing/processor.js';
+import { runReplay, type RunSummary } from '../../packages/rastro/src/processing/replay-runner.js';
+import { runStatus } from '../../packages/rastro/src/processing/run-status.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { DATABASE_URL, freshSchema, postgresBackend } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 

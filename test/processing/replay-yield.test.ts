@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { createMemoryPublisher } from '../../src/brokers/memory.js';
-import type { Database } from '../../src/db/database.js';
-import { quoteSchema } from '../../src/db/schema-name.js';
-import { runRelay } from '../../src/outbox/relay.js';
-import { runLive } from '../../src/processing/live-runner.js';
-import { defineProcessor } from '../../src/processing/processor.js';
-import { runReplay, type ReplayOptions } from '../../src/processing/replay-runner.js';
-import { processingSql } from '../../src/processing/sql.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { createMemoryPublisher } from '../../packages/rastro/src/brokers/memory.js';
+import type { Database } from '../../packages/rastro/src/db/database.js';
+import { quoteSchema } from '../../packages/rastro/src/db/schema-name.js';
+import { runRelay } from '../../packages/rastro/src/outbox/relay.js';
+import { runLive } from '../../packages/rastro/src/processing/live-runner.js';
+import { defineProcessor } from '../../packages/rastro/src/processing/processor.js';
+import { runReplay, type ReplayOptions } from '../../packages/rastro/src/processing/replay-runner.js';
+import { processingSql } from '../../packages/rastro/src/processing/sql.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
 
 const EVENTS = 30;

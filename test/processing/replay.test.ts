@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { commissionCents, commissionProcessor } from '../../src/demo/commission.js';
-import { sellerNotifierClient } from '../../src/demo/seller-notifier.js';
-import { effectLedger } from '../../src/processing/effect-admin.js';
-import { parkedEvents } from '../../src/processing/parking.js';
-import { defineProcessor, type HandlerContext } from '../../src/processing/processor.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { runDiff } from '../../src/processing/run-diff.js';
+import { commissionCents, commissionProcessor } from '../../packages/server/src/demo/commission.js';
+import { sellerNotifierClient } from '../../packages/server/src/demo/seller-notifier.js';
+import { effectLedger } from '../../packages/rastro/src/processing/effect-admin.js';
+import { parkedEvents } from '../../packages/rastro/src/processing/parking.js';
+import { defineProcessor, type HandlerContext } from '../../packages/rastro/src/processing/processor.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { runDiff } from '../../packages/rastro/src/processing/run-diff.js';
 import { backends } from '../support/databases.js';
 import { notifierForFile } from '../support/notifier.js';
 import { commissions, makeOrders, payOrders } from '../support/orders.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { RunInProgressError } from '../../src/errors.js';
-import { defineProcessor } from '../../src/processing/processor.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { RunInProgressError } from '../../packages/rastro/src/errors.js';
+import { defineProcessor } from '../../packages/rastro/src/processing/processor.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { makeOrders, payOrders } from '../support/orders.js';

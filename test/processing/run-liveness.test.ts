@@ -1,19 +1,19 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMemoryPublisher } from '../../src/brokers/memory.js';
-import { startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
-import { relayAdmin } from '../../src/outbox/relay-admin.js';
-import { runRelay } from '../../src/outbox/relay.js';
-import { runLive } from '../../src/processing/live-runner.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { runStatus } from '../../src/processing/run-status.js';
-import { createEventStore } from '../../src/store/event-store.js';
+import { createMemoryPublisher } from '../../packages/rastro/src/brokers/memory.js';
+import { startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { relayAdmin } from '../../packages/rastro/src/outbox/relay-admin.js';
+import { runRelay } from '../../packages/rastro/src/outbox/relay.js';
+import { runLive } from '../../packages/rastro/src/processing/live-runner.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { runStatus } from '../../packages/rastro/src/processing/run-status.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, DATABASE_URL, freshSchema, postgresBackend } from '../support/databases.js';
 import { eventually } from '../support/eventually.js';
 import { TIPS_POLICY, tipsWorld } from '../support/ops-fixture.js';
 
-const CHILD = join(import.meta.dirname, '../../dist/demo/run-child.js');
+const CHILD = join(import.meta.dirname, '../../packages/server/dist/demo/run-child.js');
 
 describe.each(backends())('a run\'s status from its liveness on $name', (backend) => {
   it('is running while its runner lives, then stopped since its stop; a replay is completed', async () => {

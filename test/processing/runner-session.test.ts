@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { quoteSchema } from '../../src/db/schema-name.js';
-import { openRunnerSession } from '../../src/processing/runner-session.js';
-import { processingSql } from '../../src/processing/sql.js';
+import { quoteSchema } from '../../packages/rastro/src/db/schema-name.js';
+import { openRunnerSession } from '../../packages/rastro/src/processing/runner-session.js';
+import { processingSql } from '../../packages/rastro/src/processing/sql.js';
 import { DATABASE_URL, freshSchema, postgresBackend } from '../support/databases.js';
 import { proxiedDatabase } from '../support/database-proxy.js';
 

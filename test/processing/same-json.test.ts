@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sameJson } from '../../src/processing/state-writes.js';
+import { sameJson } from '../../packages/rastro/src/processing/state-writes.js';
 
 // A write whose document is "the same" as the stored one is skipped, so a false "same" would lose
 // a write. Stored documents come back from the database as parsed JSON.

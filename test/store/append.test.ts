@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyError, EventIdConflictError, ValidationError } from '../../src/errors.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { ConcurrencyError, EventIdConflictError, ValidationError } from '../../packages/rastro/src/errors.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema, type Backend } from '../support/databases.js';
 
 const paid = (amountCents: number) => ({ type: 'order.paid', data: { amountCents } });

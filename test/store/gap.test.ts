@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LOG_START, type RecordedEvent } from '../../src/store/event.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { LOG_START, type RecordedEvent } from '../../packages/rastro/src/store/event.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { freshSchema, postgresBackend } from '../support/databases.js';
 
 // vitest.config.ts runs this file on its own, after the others: its transactions, held open for

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyError, TransactionIdsRewoundError } from '../../src/errors.js';
-import type { RecordedEvent } from '../../src/store/event.js';
-import { createEventStore } from '../../src/store/event-store.js';
-import { APPENDS_NOTHING_LOCK_CLASS, markAppendsNothing } from '../../src/store/sql.js';
+import { ConcurrencyError, TransactionIdsRewoundError } from '../../packages/rastro/src/errors.js';
+import type { RecordedEvent } from '../../packages/rastro/src/store/event.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
+import { APPENDS_NOTHING_LOCK_CLASS, markAppendsNothing } from '../../packages/rastro/src/store/sql.js';
 import { freshSchema, postgresBackend } from '../support/databases.js';
 import { deferred, openTransaction } from '../support/open-transaction.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../src/errors.js';
-import { LOG_START } from '../../src/store/event.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { ValidationError } from '../../packages/rastro/src/errors.js';
+import { LOG_START } from '../../packages/rastro/src/store/event.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema, type Backend } from '../support/databases.js';
 
 async function storeOn(backend: Backend): Promise<EventStore> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createEventStore } from '../../src/store/event-store.js';
-import { markAppendsNothing } from '../../src/store/sql.js';
+import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
+import { markAppendsNothing } from '../../packages/rastro/src/store/sql.js';
 import { freshSchema, postgresBackend } from '../support/databases.js';
 import { openTransaction } from '../support/open-transaction.js';
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
-import { buildApp, type AppDeps } from '../../src/http/app.js';
-import { createServices, type Services } from '../../src/server.js';
+import { buildApp, type AppDeps } from '../../packages/server/src/http/app.js';
+import { createServices, type Services } from '../../packages/server/src/server.js';
 import { freshSchema, type Backend } from './databases.js';
 
 export interface TestApp extends Services {

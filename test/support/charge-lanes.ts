@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { acquirerClient } from '../../src/charges/acquirer.js';
-import { startAcquirerFake, type AcquirerFake, type CaptureFault } from '../../src/charges/acquirer-fake.js';
-import { createCharges, type Charge, type Charges } from '../../src/charges/charges.js';
-import type { Database } from '../../src/db/database.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { acquirerClient } from '../../packages/rastro/src/charges/acquirer.js';
+import { startAcquirerFake, type AcquirerFake, type CaptureFault } from '../../packages/rastro/src/charges/acquirer-fake.js';
+import { createCharges, type Charge, type Charges } from '../../packages/rastro/src/charges/charges.js';
+import type { Database } from '../../packages/rastro/src/db/database.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { NATS_URL } from './brokers.js';
 import { DATABASE_URL, freshSchema, type Backend } from './databases.js';
 import { spawnServe, type ServeProcess } from './serve-process.js';

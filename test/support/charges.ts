@@ -1,12 +1,12 @@
 import { afterEach } from 'vitest';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { acquirerClient } from '../../src/charges/acquirer.js';
-import { startAcquirerFake, type AcquirerFake, type AcquirerFakeOptions } from '../../src/charges/acquirer-fake.js';
-import { createCharges, type Charge, type ChargeOptions, type Charges } from '../../src/charges/charges.js';
-import { reconcileEffects } from '../../src/processing/ledger/reconciler.js';
-import type { EventStore } from '../../src/store/event-store.js';
-import { buildApp } from '../../src/http/app.js';
-import { createServices, type Services } from '../../src/server.js';
+import { acquirerClient } from '../../packages/rastro/src/charges/acquirer.js';
+import { startAcquirerFake, type AcquirerFake, type AcquirerFakeOptions } from '../../packages/rastro/src/charges/acquirer-fake.js';
+import { createCharges, type Charge, type ChargeOptions, type Charges } from '../../packages/rastro/src/charges/charges.js';
+import { reconcileEffects } from '../../packages/rastro/src/processing/ledger/reconciler.js';
+import type { EventStore } from '../../packages/rastro/src/store/event-store.js';
+import { buildApp } from '../../packages/server/src/http/app.js';
+import { createServices, type Services } from '../../packages/server/src/server.js';
 import { freshSchema, type Backend } from './databases.js';
 import { eventually } from './eventually.js';
 

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 /** The built command. */
-export const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
+export const CLI = join(import.meta.dirname, '../../packages/server/dist/cli/main.js');
 
 /** Runs `rastro <args>` with `env` over the test's environment; a failure is a result, not a throw. */
 export async function runRastro(args: string[], env: Record<string, string | undefined>): Promise<{ stdout: string; stderr: string; code: number }> {

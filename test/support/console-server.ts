@@ -1,14 +1,14 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Page } from 'playwright-core';
-import { acquirerClient } from '../../src/charges/acquirer.js';
-import { startAcquirerFake, type AcquirerFake } from '../../src/charges/acquirer-fake.js';
-import { createCharges, type Charge } from '../../src/charges/charges.js';
-import { runLiveRound } from '../../src/processing/live-round.js';
-import type { EffectPolicy } from '../../src/processing/policy.js';
-import type { Processor } from '../../src/processing/processor.js';
-import { runReplay } from '../../src/processing/replay-runner.js';
-import { startServer, type RunningServer } from '../../src/server.js';
+import { acquirerClient } from '../../packages/rastro/src/charges/acquirer.js';
+import { startAcquirerFake, type AcquirerFake } from '../../packages/rastro/src/charges/acquirer-fake.js';
+import { createCharges, type Charge } from '../../packages/rastro/src/charges/charges.js';
+import { runLiveRound } from '../../packages/rastro/src/processing/live-round.js';
+import type { EffectPolicy } from '../../packages/rastro/src/processing/policy.js';
+import type { Processor } from '../../packages/rastro/src/processing/processor.js';
+import { runReplay } from '../../packages/rastro/src/processing/replay-runner.js';
+import { startServer, type RunningServer } from '../../packages/server/src/server.js';
 import { chargesInEveryStatus } from './charges.js';
 import { DATABASE_URL, schemaName } from './databases.js';
 

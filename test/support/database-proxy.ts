@@ -1,5 +1,5 @@
-import type { Database } from '../../src/db/database.js';
-import { openDatabase } from '../../src/db/open-database.js';
+import type { Database } from '../../packages/rastro/src/db/database.js';
+import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
 import { startTcpProxy } from './brokers.js';
 
 export interface ProxiedDatabase {

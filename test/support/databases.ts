@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, onTestFinished } from 'vitest';
-import type { Database } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
-import { openDatabase } from '../../src/db/open-database.js';
+import type { Database } from '../../packages/rastro/src/db/database.js';
+import { migrate } from '../../packages/rastro/src/db/migrate.js';
+import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
 
 export const DATABASE_URL = process.env.DATABASE_URL;
 

@@ -1,6 +1,6 @@
-import type { BrokerConsumer, Delivery } from '../../src/brokers/consumer.js';
-import type { MemoryPublisher } from '../../src/brokers/memory.js';
-import { encodeBody, wireHeaders, type BrokerMessage } from '../../src/brokers/message.js';
+import type { BrokerConsumer, Delivery } from '../../packages/rastro/src/brokers/consumer.js';
+import type { MemoryPublisher } from '../../packages/rastro/src/brokers/memory.js';
+import { encodeBody, wireHeaders, type BrokerMessage } from '../../packages/rastro/src/brokers/message.js';
 
 /**
  * The in-process publisher's subscribers as an inbox consumer: each message published from now

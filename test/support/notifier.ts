@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
-import { startSellerNotifier, type SellerNotifier } from '../../src/demo/seller-notifier.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { freshSchema, type Backend } from './databases.js';
 
 /**

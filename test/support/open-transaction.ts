@@ -1,4 +1,4 @@
-import type { Database, Transaction } from '../../src/db/database.js';
+import type { Database, Transaction } from '../../packages/rastro/src/db/database.js';
 
 /** A promise and the function that resolves it. */
 export function deferred() {

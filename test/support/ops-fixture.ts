@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { createMemoryPublisher } from '../../src/brokers/memory.js';
-import { buildApp } from '../../src/http/app.js';
-import { runLiveRound } from '../../src/processing/live-round.js';
-import { defineProcessor, type Processor } from '../../src/processing/processor.js';
-import type { EffectPolicy } from '../../src/processing/policy.js';
-import { createServices, type Services } from '../../src/server.js';
-import type { EventStore } from '../../src/store/event-store.js';
+import { createMemoryPublisher } from '../../packages/rastro/src/brokers/memory.js';
+import { buildApp } from '../../packages/server/src/http/app.js';
+import { runLiveRound } from '../../packages/rastro/src/processing/live-round.js';
+import { defineProcessor, type Processor } from '../../packages/rastro/src/processing/processor.js';
+import type { EffectPolicy } from '../../packages/rastro/src/processing/policy.js';
+import { createServices, type Services } from '../../packages/server/src/server.js';
+import type { EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { freshSchema, type Backend } from './databases.js';
 
 /** A processor for the operations tests: writes a `tip` row per stream and notifies once per event. */

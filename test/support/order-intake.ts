@@ -1,7 +1,7 @@
-import { createOrders, type Orders } from '../../src/intake/orders.js';
-import type { CancelledAfterImportAlert } from '../../src/intake/order-normalizer.js';
-import type { SnapshotChannel } from '../../src/intake/order-snapshot.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import { createOrders, type Orders } from '../../packages/rastro/src/intake/orders.js';
+import type { CancelledAfterImportAlert } from '../../packages/rastro/src/intake/order-normalizer.js';
+import type { SnapshotChannel } from '../../packages/rastro/src/intake/order-snapshot.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { freshSchema, type Backend } from './databases.js';
 
 export interface OrdersUnderTest {

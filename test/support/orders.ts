@@ -1,4 +1,4 @@
-import type { EventStore } from '../../src/store/event-store.js';
+import type { EventStore } from '../../packages/rastro/src/store/event-store.js';
 
 export interface Order {
   orderId: string;

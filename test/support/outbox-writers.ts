@@ -1,6 +1,6 @@
-import type { Database } from '../../src/db/database.js';
-import { createOutbox } from '../../src/outbox/outbox.js';
-import { createEventStore, type EventStore } from '../../src/store/event-store.js';
+import type { Database } from '../../packages/rastro/src/db/database.js';
+import { createOutbox } from '../../packages/rastro/src/outbox/outbox.js';
+import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { freshSchema, type Backend } from './databases.js';
 
 export interface WriterOptions {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
-const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
+const CLI = join(import.meta.dirname, '../../packages/server/dist/cli/main.js');
 
 /** A built `rastro` command running in a process of its own. */
 export interface RastroProcess {

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import type { Database } from '../../src/db/database.js';
+import type { Database } from '../../packages/rastro/src/db/database.js';
 
-const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
+const CLI = join(import.meta.dirname, '../../packages/server/dist/cli/main.js');
 
 /** `rastro relay` in a process of its own, against real PostgreSQL and a real broker. */
 export interface RelayProcess {

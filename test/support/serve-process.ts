@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
-const CLI = join(import.meta.dirname, '../../dist/cli/main.js');
+const CLI = join(import.meta.dirname, '../../packages/server/dist/cli/main.js');
 
 /** `rastro serve` in a process of its own (the built CLI), listening on a free port. */
 export interface ServeProcess {
