@@ -1,5 +1,5 @@
+import { ConfigError } from '../errors.js';
 import type { Database } from './database.js';
-import { openPglite } from './pglite.js';
 import { openPostgres } from './postgres.js';
 
 export interface OpenDatabaseOptions {
@@ -23,5 +23,12 @@ export interface OpenDatabaseOptions {
  */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   if (/^postgres(ql)?:\/\//.test(options.url)) return openPostgres(options);
-  return openPglite(options.url);
+  // The embedded database is an optional dependency of the library: loaded only when asked for.
+  const pglite = await import('./pglite.js').catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND') {
+      throw new ConfigError(`an embedded database (${options.url}) needs @electric-sql/pglite: npm install @electric-sql/pglite, or use a postgres:// URL`);
+    }
+    throw err;
+  });
+  return pglite.openPglite(options.url);
 }

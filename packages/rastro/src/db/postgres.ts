@@ -70,15 +70,26 @@ function statementName(text: string): string {
   return name;
 }
 
-async function run<Row>(client: pg.Pool | pg.PoolClient, text: string, values?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> {
+/** A `pg` client or pool as rastro runs statements on it: the query-config form of `query`. */
+export interface PgQueryable {
+  query(config: { text: string; values?: unknown[]; name?: string; types?: typeof types }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+}
+
+/**
+ * Runs a statement on any `pg` client or pool, rastro's or the application's, with rastro's type
+ * parsers passed with the query: the results are the same whatever the pool's own parsers.
+ */
+export async function runOnPg<Row>(client: PgQueryable, text: string, values?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> {
   try {
-    const config = { text, values: values as unknown[] | undefined, ...(options?.prepare ? { name: statementName(text) } : {}) };
+    const config = { text, values: values as unknown[] | undefined, types, ...(options?.prepare ? { name: statementName(text) } : {}) };
     const result = await client.query(config);
     return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
   } catch (err) {
     throw toDatabaseError(err);
   }
 }
+
+const run = runOnPg;
 
 /**
  * Server settings for rastro's connections. JIT is off: rastro's statements are short, and with
