@@ -210,6 +210,6 @@ export class EventTypes<E extends EventMap = EventMap> {
  */
 export function defineEvents<const D extends Record<string, SchemaDefinition>>(definitions: D): EventTypes<InferEvents<D>>;
 export function defineEvents<E extends EventMap>(definitions: { [K in keyof E]-?: EventDefinition<E[K]> }): EventTypes<E>;
-export function defineEvents(definitions: Record<string, unknown>): EventTypes<EventMap> {
-  return new EventTypes(definitions);
+export function defineEvents<E extends EventMap>(definitions: Record<string, unknown>): EventTypes<E> {
+  return new EventTypes<E>(definitions);
 }
