@@ -196,7 +196,7 @@ describe.each(backends())('reconciliation of processor effects on $name', (backe
   });
 
   it('refuses an effect type without a reconcile function or with redo but no redo()', () => {
-    expect(() => defineProcessor({ name: 'p', handlers: { x: async () => undefined }, effects: { e: {} as never } })).toThrow(/effects\.e\.reconcile/);
+    expect(() => defineProcessor({ name: 'p', handlers: { x: async () => undefined }, effects: { e: { settleMs: 10 } as never } })).toThrow(/effects\.e\.reconcile/);
     expect(() => defineProcessor({ name: 'p', handlers: { x: async () => undefined }, effects: { e: { reconcile: async () => ({ status: 'unknown' }), whenNotHappened: 'redo' } } })).toThrow(/effects\.e\.redo/);
   });
 });

@@ -3,6 +3,7 @@ import { ValidationError } from '../../packages/rastro/src/errors.js';
 import { LOG_START } from '../../packages/rastro/src/store/event.js';
 import { createEventStore, type EventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema, type Backend } from '../support/databases.js';
+import { eventually } from '../support/eventually.js';
 
 async function storeOn(backend: Backend): Promise<EventStore> {
   const { db, schema } = await freshSchema(backend);
@@ -88,7 +89,8 @@ describe.each(backends())('reading on $name', (backend) => {
   it('delivers new events to a subscriber, in order, from its checkpoint', async () => {
     const store = await storeOn(backend);
     await store.append('s', [{ type: 'n', data: { n: 0 } }]);
-    const [first] = await store.readAll();
+    // Readers wait for transactions open anywhere in the cluster (other suites' too).
+    const first = await eventually(async () => (await store.readAll())[0], 'the first event, once readers reach it');
     const received: number[] = [];
     let resolveAll!: () => void;
     const all = new Promise<void>((resolve) => (resolveAll = resolve));

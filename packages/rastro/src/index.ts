@@ -14,6 +14,9 @@ export {
   type ExpectedVersion,
 } from './errors.js';
 export type { Database, Queryable, QueryResult, Transaction } from './db/database.js';
+export type { Executor, PgClient } from './db/executor.js';
+export type { PgPool } from './db/postgres.js';
+export { fromKysely, fromDrizzle, fromKnex, type KyselyTransaction, type DrizzleTransaction, type KnexTransaction } from './db/adapters.js';
 export { openDatabase, type OpenDatabaseOptions } from './db/open-database.js';
 export { migrate, type MigrateOptions } from './db/migrate.js';
 export { migrationStatus, type MigrationStatus } from './db/migration-status.js';
@@ -28,7 +31,19 @@ export {
   type ReadAllOptions,
   type ReaderDelay,
 } from './store/event-store.js';
-export { LOG_START, type NewEvent, type RecordedEvent, type EventMetadata, type LogCheckpoint } from './store/event.js';
+export { LOG_START, type NewEvent, type NewEventFields, type RecordedEvent, type RecordedEventFields, type EventMetadata, type LogCheckpoint } from './store/event.js';
+export {
+  defineEvents,
+  EventTypes,
+  EventVersionError,
+  UpcastError,
+  type EventMap,
+  type AnyEvents,
+  type EventDefinition,
+  type InferEvents,
+  type Upcaster,
+  type UpcastContext,
+} from './store/event-types.js';
 export type { Subscription, SubscribeOptions } from './store/subscribe.js';
 export { untilDatabaseReachable, type StartAttempt, type UntilReachableOptions } from './db/until-reachable.js';
 export {
@@ -37,11 +52,14 @@ export {
   EffectNotAttemptedError,
   type Processor,
   type EventHandler,
+  type EventHandlers,
+  type ProcessorDefinition,
+  type EffectDeclarations,
   type HandlerContext,
   type EffectOutcome,
   type UpsertGuard,
 } from './processing/processor.js';
-export { validatePolicy, type EffectPolicy, type EffectRule } from './processing/policy.js';
+export { validatePolicy, policyFor, type EffectPolicy, type EffectRule } from './processing/policy.js';
 export { runLive, type LiveOptions, type LiveRunner } from './processing/live-runner.js';
 export { runReplay, type ReplayOptions, type RunSummary } from './processing/replay-runner.js';
 export { effectLedger, EffectStateError, EFFECT_STATES, type EffectRecord, type EffectState } from './processing/effect-admin.js';

@@ -81,7 +81,7 @@ const jitter = (attempt: number) => new Promise((resolve) => setTimeout(resolve,
  * await ledger.withdraw(account.id, 300) // balance 700
  * ```
  */
-export function createAccountLedger(store: EventStore, options: AccountLedgerOptions = {}) {
+export function createAccountLedger(store: EventStore<any>, options: AccountLedgerOptions = {}) {
   const snapshotEvery = options.snapshotEvery ?? 100;
   const maxAttempts = options.maxAttempts ?? 20;
 

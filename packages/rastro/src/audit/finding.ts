@@ -53,7 +53,7 @@ export type CheckMemory = Record<string, unknown>;
 /** What a check needs: the database, the schema (quoted and not), the scope, its memory, progress. */
 export interface CheckContext {
   readonly db: Database;
-  readonly store: EventStore;
+  readonly store: EventStore<any>;
   /** The schema, validated and quoted. */
   readonly s: string;
   readonly schema: string;

@@ -110,7 +110,7 @@ function scopeOf(previous: AuditCheckpoint | undefined, now: { xmin: number; fro
  * for (const finding of report.findings) console.log(finding.check, finding.subject.id, finding.detail)
  * ```
  */
-export async function runAudit(store: EventStore, options: AuditOptions = {}): Promise<AuditReport> {
+export async function runAudit(store: EventStore<any>, options: AuditOptions = {}): Promise<AuditReport> {
   const checks = checksFor(options);
   const s = quoteSchema(store.schema);
   const sql = scopeSql(s);

@@ -143,7 +143,7 @@ function chargeIdOf(key: string): string {
  * if (charge.status === 'PENDING') console.log('reconciliation will settle', charge.id)
  * ```
  */
-export function createCharges(store: EventStore, options: ChargeOptions = {}) {
+export function createCharges(store: EventStore<any>, options: ChargeOptions = {}) {
   const sql = chargeSql(quoteSchema(store.schema));
   const db = store.db;
   const outbox = options.outbox ?? createOutbox(db, { schema: store.schema });

@@ -1,7 +1,7 @@
 import { ValidationError } from '../errors.js';
-import type { Queryable, QueryResult } from './database.js';
+import { IN_TRANSACTION, type Queryable, type QueryResult } from './database.js';
 import { toDatabaseError } from './database-error.js';
-import { IN_TRANSACTION, isPgClient, toQueryable, type PgClient, type TransactionAware } from './executor.js';
+import { isPgClient, toQueryable, type PgClient } from './executor.js';
 
 /**
  * Adapters that run rastro's statements inside a query builder's open transaction, so the
@@ -30,7 +30,7 @@ export interface KyselyTransaction {
  * })
  * ```
  */
-export function fromKysely(trx: KyselyTransaction): Queryable & TransactionAware {
+export function fromKysely(trx: KyselyTransaction): Queryable {
   if (trx?.isTransaction !== true || typeof trx.withoutPlugins !== 'function') {
     throw new ValidationError('tx', 'fromKysely takes an open Kysely transaction (db.transaction().execute(async (trx) => …)), not the Kysely instance');
   }
@@ -68,7 +68,7 @@ export interface DrizzleTransaction {
  * })
  * ```
  */
-export function fromDrizzle(tx: DrizzleTransaction): Queryable & TransactionAware {
+export function fromDrizzle(tx: DrizzleTransaction): Queryable {
   const client = (tx?._?.session as { client?: unknown } | undefined)?.client;
   if (!isPgClient(client)) {
     throw new ValidationError('tx', 'fromDrizzle takes an open transaction of drizzle-orm/node-postgres (db.transaction(async (tx) => …))');
@@ -95,7 +95,7 @@ export interface KnexTransaction {
  * })
  * ```
  */
-export function fromKnex(trx: KnexTransaction): Queryable & TransactionAware {
+export function fromKnex(trx: KnexTransaction): Queryable {
   if (trx?.isTransaction !== true || typeof trx.client?.acquireConnection !== 'function') {
     throw new ValidationError('tx', 'fromKnex takes an open Knex transaction (knex.transaction(async (trx) => …)), not the Knex instance');
   }

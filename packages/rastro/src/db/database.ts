@@ -5,10 +5,18 @@ export interface QueryResult<Row> {
 }
 
 /**
+ * Marks whether a {@link Queryable}'s statements run inside a transaction its caller opened; a
+ * failed statement of rastro's is then contained in a savepoint, so the caller's transaction
+ * goes on. Unmarked, a `Queryable` is taken to be a transaction.
+ */
+export const IN_TRANSACTION: unique symbol = Symbol('rastro.inTransaction');
+
+/**
  * Anything that runs one statement: the database itself or an open transaction. Library calls
  * that write accept a `Queryable`, so a service can put rastro's rows in its own transaction.
  */
 export interface Queryable {
+  readonly [IN_TRANSACTION]?: () => boolean;
   /**
    * Runs one statement. `prepare: true` asks the server to keep the statement's plan on the
    * connection (a named prepared statement); use it for hot statements whose plan does not

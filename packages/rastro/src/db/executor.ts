@@ -1,6 +1,6 @@
-import { ConfigError } from '../errors.js';
-import type { Queryable, QueryOptions, QueryResult } from './database.js';
-import { runOnPg, type PgQueryable } from './postgres.js';
+import { ValidationError } from '../errors.js';
+import { IN_TRANSACTION, type Queryable, type QueryOptions, type QueryResult } from './database.js';
+import { runOnPg, type PgPool, type PgQueryable } from './postgres.js';
 
 /**
  * A `pg` `Client` or `PoolClient` as rastro uses it: the query-config form of `query`, and the
@@ -10,11 +10,6 @@ export interface PgClient extends PgQueryable {
   getTransactionStatus(): string | null;
 }
 
-/** A `pg` `Pool` as rastro uses it. */
-export interface PgPool extends PgQueryable {
-  connect(): Promise<PgClient & { release(destroy?: boolean | Error): void }>;
-  readonly totalCount: number;
-}
 
 /**
  * What rastro takes where it runs statements in the caller's transaction (`tx`): a `pg` client
@@ -24,12 +19,6 @@ export interface PgPool extends PgQueryable {
  */
 export type Executor = Queryable | PgClient | PgPool;
 
-/** Whether the statements run inside a transaction the caller opened: rastro then contains a failure of its own in a savepoint. */
-export const IN_TRANSACTION: unique symbol = Symbol('rastro.inTransaction');
-
-export interface TransactionAware {
-  readonly [IN_TRANSACTION]?: () => boolean;
-}
 
 export function isPgClient(value: unknown): value is PgClient {
   const client = value as Partial<PgClient> | null;
@@ -46,7 +35,7 @@ export function isPgPool(value: unknown): value is PgPool {
  * with rastro's type parsers (per query: the pool's own are not changed), so their results are
  * the same as through rastro's pool.
  */
-export function toQueryable(executor: Executor): Queryable & TransactionAware {
+export function toQueryable(executor: Executor): Queryable {
   if (isPgClient(executor)) {
     return {
       query: <Row>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> => runOnPg(executor, text, values, options),
@@ -60,12 +49,12 @@ export function toQueryable(executor: Executor): Queryable & TransactionAware {
     };
   }
   if (typeof (executor as Queryable | null)?.query !== 'function') {
-    throw new ConfigError('tx must be a transaction: a pg client inside begin, a pg Pool, db.transaction\'s tx, or fromKysely/fromDrizzle/fromKnex of a query builder\'s transaction');
+    throw new ValidationError('tx', "must be a pg client inside begin, a pg Pool, db.transaction's tx, or a query builder's transaction through fromKysely, fromDrizzle or fromKnex");
   }
-  return executor as Queryable & TransactionAware;
+  return executor as Queryable;
 }
 
 /** Whether a failed statement on `target` would abort a transaction the caller opened. */
-export function inCallersTransaction(target: Queryable & TransactionAware): boolean {
+export function inCallersTransaction(target: Queryable): boolean {
   return target[IN_TRANSACTION]?.() ?? true;
 }

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite } from '@electric-sql/pglite';
-import { assertChannelName, type Database, type QueryResult, type Transaction } from './database.js';
+import { assertChannelName, IN_TRANSACTION, type Database, type QueryResult, type Transaction } from './database.js';
 import { toDatabaseError } from './database-error.js';
 import { lockDataDir } from './data-dir-lock.js';
 
@@ -40,6 +40,7 @@ export async function openPglite(dataDir: string): Promise<Database> {
   });
   return {
     kind: 'pglite',
+    [IN_TRANSACTION]: () => false,
     query: async (text, values) => {
       refuseNestedUse();
       return run(pglite, text, values);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { assertChannelName, type Database, type QueryOptions, type QueryResult, type Transaction } from './database.js';
+import { assertChannelName, IN_TRANSACTION, type Database, type QueryOptions, type QueryResult, type Transaction } from './database.js';
 import { toDatabaseError } from './database-error.js';
 
 const INT8_OID = 20;
@@ -30,7 +30,14 @@ const types = {
 };
 
 export interface PostgresOptions {
-  url: string;
+  /** A `postgres://` URL: rastro opens a pool of its own. */
+  url?: string;
+  /**
+   * The application's own `pg` `Pool` instead of a URL: rastro runs its statements on it, with
+   * its own type parsers passed per query (the pool's are left as they are), and never ends it.
+   * Its settings apply (size, timeouts); LISTEN takes one connection of its own besides.
+   */
+  pool?: PgPool;
   /** @defaultValue 10 */
   poolSize?: number;
   /**
@@ -101,9 +108,23 @@ function connectionOptions(): string {
   return ['-c jit=off', process.env.PGOPTIONS].filter(Boolean).join(' ');
 }
 
-/** A {@link Database} on a PostgreSQL server through a `pg` pool. */
+/** A `pg` `Pool` as rastro takes it from an application: what rastro uses of it. */
+export interface PgPool extends PgQueryable {
+  connect(): Promise<unknown>;
+  readonly totalCount: number;
+}
+
+/** A client for LISTEN, made as the application's pool makes its own, with rastro's parsers. */
+function listenerClientOf(pool: PgPool): () => pg.Client {
+  const { Client = pg.Client, options = {} } = pool as unknown as { Client?: typeof pg.Client; options?: pg.ClientConfig };
+  return () => new Client({ ...options, types, keepAlive: true });
+}
+
+/** A {@link Database} on a PostgreSQL server through a `pg` pool: rastro's own, or the application's. */
 export function openPostgres(options: PostgresOptions): Database {
-  const pool = new pg.Pool({
+  if (options.pool === undefined && options.url === undefined) throw new TypeError('openPostgres needs a url or a pool');
+  const own = options.pool === undefined;
+  const pool = (options.pool as unknown as pg.Pool | undefined) ?? new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
     types,
@@ -112,12 +133,18 @@ export function openPostgres(options: PostgresOptions): Database {
     // Finds a connection whose peer vanished without a word (a network partition) between queries.
     keepAlive: true,
   });
-  pool.on('error', (err) => options.onError?.(toDatabaseError(err)));
-  const listener = new NotificationListener(options.url, options.onError);
+  // An application's pool keeps its own error handling: rastro adds no listener to it.
+  if (own) pool.on('error', (err) => options.onError?.(toDatabaseError(err)));
+  const listenerClient = options.pool
+    ? listenerClientOf(options.pool)
+    : () => new pg.Client({ connectionString: options.url, types, connectionTimeoutMillis: 5000, keepAlive: true });
+  const listener = new NotificationListener(listenerClient, options.onError);
 
   return {
     kind: 'postgres',
     query: (text, values, options) => run(pool, text, values, options),
+    // Each statement on it is its own transaction.
+    [IN_TRANSACTION]: () => false,
     async transaction(fn) {
       const client = await pool.connect().catch((err: unknown) => {
         throw toDatabaseError(err);
@@ -163,7 +190,7 @@ export function openPostgres(options: PostgresOptions): Database {
     },
     async close() {
       await listener.close();
-      await pool.end();
+      if (own) await pool.end();
     },
   };
 }
@@ -181,7 +208,7 @@ class NotificationListener {
   private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly url: string,
+    private readonly newClient: () => pg.Client,
     private readonly onError?: (err: Error) => void,
   ) {}
 
@@ -204,7 +231,7 @@ class NotificationListener {
   private connect(): Promise<pg.Client> {
     if (this.client) return Promise.resolve(this.client);
     this.connecting ??= (async () => {
-      const client = new pg.Client({ connectionString: this.url, types, connectionTimeoutMillis: 5000, keepAlive: true });
+      const client = this.newClient();
       client.on('notification', (msg) => {
         for (const fn of this.handlers.get(msg.channel) ?? []) fn(msg.payload ?? '');
       });

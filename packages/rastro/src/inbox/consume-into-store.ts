@@ -10,7 +10,7 @@ import { withSpan } from '../observability/tracing.js';
 import type { EventStore } from '../store/event-store.js';
 
 export interface InboxOptions {
-  store: EventStore;
+  store: EventStore<any>;
   consumer: BrokerConsumer;
   /** The stream a message is appended to. @defaultValue its aggregate id */
   streamOf?: (message: BrokerMessage) => string;

@@ -24,7 +24,7 @@ export interface CancelledAfterImportAlert {
 }
 
 export interface OrderNormalizerOptions {
-  store: EventStore;
+  store: EventStore<any>;
   /**
    * Sends the alert; `idempotencyKey` is `<event id>:order.cancelled-after-import`, the same in
    * every run. Called through the effect ledger, so at most once per key.
@@ -44,7 +44,7 @@ export interface OrderNormalizerOptions {
 export const ORDER_NORMALIZER_POLICY: EffectPolicy = Object.freeze({ [CANCELLED_AFTER_IMPORT]: Object.freeze({ mode: 'apply', onFailure: 'keep' }) });
 
 /** The order as the stream says before `event`: the fold of its earlier events under the recency rule. */
-async function orderBefore(store: EventStore, event: RecordedEvent, source: string, orderId: string): Promise<NormalizedOrder> {
+async function orderBefore(store: EventStore<any>, event: RecordedEvent, source: string, orderId: string): Promise<NormalizedOrder> {
   const earlier = event.streamVersion > 1 ? await store.readStream(event.streamId, { toVersion: event.streamVersion - 1 }) : [];
   return foldOrderHistory(source, orderId, earlier);
 }
@@ -87,6 +87,7 @@ async function normalizeImport(options: OrderNormalizerOptions, event: RecordedE
 export function orderNormalizer(options: OrderNormalizerOptions): Processor {
   return defineProcessor({
     name: ORDER_NORMALIZER,
+    effects: [CANCELLED_AFTER_IMPORT],
     handlers: {
       [ORDER_SNAPSHOT]: (event, ctx) => normalizeSnapshot(options, event, ctx),
       [ORDER_IMPORT]: (event, ctx) => normalizeImport(options, event, ctx),

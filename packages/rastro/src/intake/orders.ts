@@ -61,7 +61,7 @@ export interface Orders {
  * const { state } = await orders.get('pied:260065713')
  * ```
  */
-export function createOrders(store: EventStore, options: Omit<OrderNormalizerOptions, 'store'>): Orders {
+export function createOrders(store: EventStore<any>, options: Omit<OrderNormalizerOptions, 'store'>): Orders {
   const normalizer = orderNormalizer({ store, alert: options.alert });
   const policy = ORDER_NORMALIZER_POLICY;
   const rows = projections(store);

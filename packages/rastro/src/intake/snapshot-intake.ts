@@ -31,7 +31,7 @@ export interface SnapshotIntake {
  * await intake.recordImport({ source: 'pied', orderId: '260065713', outcome: 'confirmed', reference: '006' })
  * ```
  */
-export function snapshotIntake(store: EventStore): SnapshotIntake {
+export function snapshotIntake(store: EventStore<any>): SnapshotIntake {
   return {
     async record(source, channel, body, options = {}) {
       const snapshot = parseOrderSnapshot(source, channel, body);

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.js';
+import { toQueryable, type Executor } from '../db/executor.js';
+import { int8 } from '../db/values.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
 import { findUnstorableText } from '../store/storable-text.js';
@@ -24,11 +26,12 @@ export interface OutboxMessage {
 
 export interface Outbox {
   /**
-   * Writes a message in `tx`, the caller's transaction (from `db.transaction`): it is published
-   * if and only if that transaction commits. Messages of one aggregate reach the broker in
+   * Writes a message in `tx`, the caller's transaction (`db.transaction`'s, a `pg` client inside
+   * `begin`, or a query builder's through `fromKysely`, `fromDrizzle` or `fromKnex`): it is
+   * published if and only if that transaction commits. Messages of one aggregate reach the broker in
    * commit order.
    */
-  write(tx: Queryable, message: OutboxMessage): Promise<{ id: string; position: number }>;
+  write(tx: Executor, message: OutboxMessage): Promise<{ id: string; position: number }>;
   readonly schema: string;
 }
 
@@ -109,13 +112,14 @@ export function createOutbox(db: Database, options: { schema?: string } = {}): O
   const channel = outboxChannel(schema);
   return {
     schema,
-    async write(tx, message) {
-      if (!tx || typeof tx.query !== 'function') throw new ValidationError('tx', 'must be the transaction to write in (from db.transaction)');
+    async write(executor, message) {
+      if (!executor || typeof (executor as Queryable).query !== 'function') throw new ValidationError('tx', "must be the transaction to write in: db.transaction's tx, a pg client inside begin, or fromKysely/fromDrizzle/fromKnex of a query builder's transaction");
+      const tx = toQueryable(executor);
       const values = prepareOutboxMessage(withActiveTrace(message));
       const { rows } = await tx.query<{ position: number }>(sql.write, values, { prepare: true });
       // Inside the transaction: the notification goes out when, and only if, it commits.
       await tx.query('select pg_notify($1, $2)', [channel, '']);
-      return { id: values[2] as string, position: Number(rows[0]!.position) };
+      return { id: values[2] as string, position: int8(rows[0]!.position) };
     },
   };
 }

@@ -73,6 +73,14 @@ export async function publishBatch(messages: RelayMessage[], blocked: ReadonlySe
 
   /** Publishes one message until the broker has it; false when the chain must stop. */
   async function send(i: number): Promise<boolean> {
+    const { undecodable } = messages[i]!;
+    if (undecodable) {
+      // No payload to publish: parked with the reason, as a refusal is.
+      result.states[i] = 'failed';
+      result.errors[i] = errorText(undecodable);
+      result.counters.add('failed');
+      return false;
+    }
     for (let attempt = 1; ; attempt++) {
       if (result.interruption !== undefined) return false;
       await slots.take();

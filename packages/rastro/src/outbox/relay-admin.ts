@@ -54,7 +54,7 @@ interface RunRow {
 }
 
 /** What a relay run reads, from the `source` its run row records. */
-export function relaySourceOf(store: EventStore, source: string): RelaySource {
+export function relaySourceOf(store: EventStore<any>, source: string): RelaySource {
   if (source === 'outbox') return outboxSource(store.db, store.schema);
   if (source.startsWith('events:')) {
     const { types, streamPrefix, aggregateType } = JSON.parse(source.slice('events:'.length)) as Record<string, never>;
@@ -74,7 +74,7 @@ export function relaySourceOf(store: EventStore, source: string): RelaySource {
  * await relays.retry(messageId, publisher)
  * ```
  */
-export function relayAdmin(store: EventStore) {
+export function relayAdmin(store: EventStore<any>) {
   const db = store.db;
   const s = quoteSchema(store.schema);
   const sql = processingSql(s);

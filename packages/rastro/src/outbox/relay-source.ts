@@ -2,7 +2,9 @@ import type { Database } from '../db/database.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
 import type { BrokerMessage } from '../brokers/message.js';
+import { decodeData } from '../store/decode.js';
 import type { LogCheckpoint } from '../store/event.js';
+import type { EventTypes } from '../store/event-types.js';
 import { eventFrontierSql } from '../store/sql.js';
 import { eventsChannel } from '../store/subscribe.js';
 import { outboxChannel } from './outbox.js';
@@ -14,6 +16,8 @@ export interface RelayMessage extends LogCheckpoint {
   /** Messages with the same key are published in order; a parked one holds back only its key. */
   aggregateKey: string;
   message: BrokerMessage;
+  /** Why an event's data could not be decoded into its payload: the relay parks it with this reason. */
+  undecodable?: Error;
 }
 
 /** What a relay reads: the outbox table, or chosen events of the log. */
@@ -37,12 +41,26 @@ export interface EventLogSelection {
   aggregateType?: string;
 }
 
-type Row = [number, number, string, string, string, string, unknown, Record<string, string>, string | null, number, string, number];
+type Row = [number, number, string, string, string, string, unknown, Record<string, string>, string | null, number, string, number, number?];
 
-function decode(rows: { message: string }[]): RelayMessage[] {
+/**
+ * Messages as read. An event of the log (a row with its schema version) has its data decoded as
+ * every read decodes it (store/decode.ts): the payload is in its type's current version.
+ */
+function decode(rows: { message: string }[], types?: EventTypes): RelayMessage[] {
   return rows.map(({ message }) => {
-    const [position, txOrder, id, aggregateType, aggregateId, type, payload, headers, traceparent, occurredMs, aggregateKey, partition] = JSON.parse(message) as Row;
-    return { position, txOrder, partition, aggregateKey, message: { id, aggregateType, aggregateId, type, payload, headers, traceparent, occurredAt: new Date(occurredMs) } };
+    const [position, txOrder, id, aggregateType, aggregateId, type, stored, headers, traceparent, occurredMs, aggregateKey, partition, schemaVersion] = JSON.parse(message) as Row;
+    const occurredAt = new Date(occurredMs);
+    let payload = stored;
+    let undecodable: Error | undefined;
+    if (schemaVersion !== undefined) {
+      try {
+        payload = decodeData({ id, type, streamId: aggregateId, occurredAt, data: stored as Record<string, unknown>, schemaVersion }, types);
+      } catch (err) {
+        undecodable = err as Error;
+      }
+    }
+    return { position, txOrder, partition, aggregateKey, message: { id, aggregateType, aggregateId, type, payload, headers, traceparent, occurredAt }, ...(undecodable ? { undecodable } : {}) };
   });
 }
 
@@ -79,13 +97,13 @@ function validateSelection(selection: EventLogSelection): EventLogSelection {
  * event is the message (its id, its stream as the aggregate, its data as the payload, its
  * metadata's string fields as headers).
  */
-export function eventLogSource(db: Database, schema: string, selection: EventLogSelection): RelaySource {
-  const { types, streamPrefix, aggregateType } = validateSelection(selection);
+export function eventLogSource(db: Database, schema: string, selection: EventLogSelection, types?: EventTypes): RelaySource {
+  const { types: selected, streamPrefix, aggregateType } = validateSelection(selection);
   const s = quoteSchema(schema);
   const aggregateTypeSql = (param: string) => `coalesce(${param}::text, substring(e.stream_id from '^([^:-]+)[:-]'), 'stream')`;
   const json = (partition: string, typeParam: string) => `json_build_array(e.position, e.tx_order, e.id, ${aggregateTypeSql(typeParam)}, e.stream_id, e.type, e.data,
       coalesce((select jsonb_object_agg(k, v) from jsonb_each_text(e.metadata) as m(k, v) where k ~ '^[A-Za-z0-9_-]+$' and k <> 'traceparent'), '{}'::jsonb),
-      e.metadata->>'traceparent', floor(extract(epoch from e.occurred_at) * 1000), e.stream_id, ${partition})::text as message`;
+      e.metadata->>'traceparent', floor(extract(epoch from e.occurred_at) * 1000), e.stream_id, ${partition}, e.schema_version)::text as message`;
   const filter = `($5::text[] is null or e.type = any($5::text[])) and ($6::text is null or starts_with(e.stream_id, $6))`;
   const readBatch = `select ${json(`${partitionOf('e.stream_id', '$4')}::int`, '$7')} from ${s}.events e
     where (e.tx_order, e.position) > ($1, $2) and e.tx_order < ${eventFrontierSql(s)} and ${filter}
@@ -102,15 +120,15 @@ export function eventLogSource(db: Database, schema: string, selection: EventLog
       union all
       select e.recorded_at from ${s}.parked_events p join ${s}.events e on e.id = p.event_id where p.run_id = $1)
     select count(*)::bigint as pending, floor(extract(epoch from now() - min(recorded_at)) * 1000)::bigint as lag_ms from unpublished`;
-  const name = `events:${JSON.stringify({ types: types ?? null, streamPrefix: streamPrefix ?? null, aggregateType: aggregateType ?? null })}`;
+  const name = `events:${JSON.stringify({ types: selected ?? null, streamPrefix: streamPrefix ?? null, aggregateType: aggregateType ?? null })}`;
   return {
     name,
     channel: eventsChannel(schema),
     read: async (after, limit, partitions) =>
-      decode((await db.query<{ message: string }>(readBatch, [after.txOrder, after.position, limit, partitions.count, types ?? null, streamPrefix ?? null, aggregateType ?? null, partitions.owned], { prepare: true })).rows),
-    byPositions: async (positions) => decode((await db.query<{ message: string }>(byPositions, [positions, types ?? null, streamPrefix ?? null, aggregateType ?? null])).rows),
+      decode((await db.query<{ message: string }>(readBatch, [after.txOrder, after.position, limit, partitions.count, selected ?? null, streamPrefix ?? null, aggregateType ?? null, partitions.owned], { prepare: true })).rows, types),
+    byPositions: async (positions) => decode((await db.query<{ message: string }>(byPositions, [positions, selected ?? null, streamPrefix ?? null, aggregateType ?? null])).rows, types),
     async pending(runId, partitions) {
-      const { rows } = await db.query<{ pending: number; lag_ms: number | null }>(pending, [runId, partitions, types ?? null, streamPrefix ?? null]);
+      const { rows } = await db.query<{ pending: number; lag_ms: number | null }>(pending, [runId, partitions, selected ?? null, streamPrefix ?? null]);
       return { pending: Number(rows[0]?.pending ?? 0), lagMs: rows[0]?.lag_ms === null || rows[0]?.lag_ms === undefined ? null : Number(rows[0].lag_ms) };
     },
   };

@@ -38,7 +38,7 @@ const PARTITION = /^outbox_p(\d{4})(\d{2})(\d{2})$/;
  * await retention.deletePublished({ days: 7 })
  * ```
  */
-export function outboxRetention(store: EventStore) {
+export function outboxRetention(store: EventStore<any>) {
   const s = quoteSchema(store.schema);
   const sql = outboxSql(s);
   const db = store.db;

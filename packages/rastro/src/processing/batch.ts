@@ -25,7 +25,7 @@ export interface Suspended<T> {
 }
 
 interface Task {
-  event: RecordedEvent;
+  event: RecordedEvent & { undecodable?: Error };
   index: number;
   state: 'pending' | 'running' | 'done' | 'failed' | 'waiting';
   /** Requests of the handler not settled yet: while there are any, it waits on rastro. */
@@ -294,6 +294,8 @@ export class Batch {
     const handler = this.run.processor.handlers[task.event.type]!;
     let handled: Promise<void> | void;
     try {
+      // An event whose data is not in a shape the handler knows is parked with the reason, never handled.
+      if (task.event.undecodable) throw task.event.undecodable;
       handled = this.traced
         ? handleInSpan(this.run, task.event, (ctx) => {
             task.trace = ctx;
@@ -411,6 +413,11 @@ export class Batch {
   effect<Result>(task: Task, effectType: string, call: (key: string) => Promise<Result>): Promise<EffectOutcome<Result>> {
     if (typeof effectType !== 'string' || effectType.length === 0 || typeof call !== 'function') {
       return Promise.reject(new ValidationError('ctx.effect', 'takes an effect type and a function'));
+    }
+    const declared = this.run.processor.effectTypes;
+    if (declared && !declared.includes(effectType)) {
+      // Neither performed nor suppressed in silence: the event is parked with the reason.
+      return Promise.reject(new ValidationError('ctx.effect', `${JSON.stringify(effectType)} is not an effect type processor ${this.run.processor.name} declares (${declared.join(', ') || 'none'})`));
     }
     const rule = this.run.policy[effectType];
     if (!rule || rule.mode === 'suppress') {

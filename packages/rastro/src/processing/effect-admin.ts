@@ -96,7 +96,7 @@ export async function sweepAbandonedReservations(db: Queryable, sql: ProcessingS
  * await effects.resolve(key, 'done') // someone confirmed it happened
  * ```
  */
-export function effectLedger(store: EventStore, options: { types?: EffectTypes } = {}) {
+export function effectLedger(store: EventStore<any>, options: { types?: EffectTypes } = {}) {
   const sql = processingSql(quoteSchema(store.schema));
   const db = store.db;
   return {

@@ -1,9 +1,10 @@
+import type { EventMap } from '../store/event-types.js';
 import { liveBacklog } from './live-backlog.js';
 import { runLive, type LiveOptions } from './live-runner.js';
 import type { Processor } from './processor.js';
 import { handledTypes } from './read-batch.js';
 
-export interface LiveRoundOptions extends LiveOptions {
+export interface LiveRoundOptions<Effect extends string = string> extends LiveOptions<Effect> {
   /** Called while the round runs with the events still to do. */
   onProgress?: (left: number) => void;
   /** How often the round checks what is left, in milliseconds. @defaultValue 25 */
@@ -21,14 +22,15 @@ export interface LiveRoundOptions extends LiveOptions {
  * const { events } = await runLiveRound(normalizer, { store, policy })
  * ```
  */
-export async function runLiveRound(processor: Processor, options: LiveRoundOptions): Promise<{ events: number; counters: Record<string, number> }> {
+export async function runLiveRound<E extends EventMap, Effect extends string>(typed: Processor<E, Effect>, options: LiveRoundOptions<Effect>): Promise<{ events: number; counters: Record<string, number> }> {
+  const processor = typed as unknown as Processor;
   const backlog = liveBacklog(options.store.db, options.store.schema);
   const runId = `live:${processor.name}`;
   const partitions = options.partitions ?? 8;
   const end = await backlog.last();
   const left = async () => (await backlog.of(runId, handledTypes(processor), partitions, end)).events;
   let failure: unknown;
-  const runner = await runLive(processor, {
+  const runner = await runLive(typed, {
     ...options,
     onError: (err) => {
       failure ??= err;

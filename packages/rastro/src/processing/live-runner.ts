@@ -1,9 +1,10 @@
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
+import type { EventMap } from '../store/event-types.js';
 import { eventsChannel, releaseChannel } from '../store/subscribe.js';
 import { sweepAbandonedReservations } from './effect-admin.js';
-import { validatePolicy, type EffectPolicy } from './policy.js';
+import { policyFor, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { ParkedStreamReleasedError } from './parked-streams.js';
 import { processEvents } from './process-events.js';
@@ -16,9 +17,10 @@ import { Counters, type RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
 import { Reconciler, type ReconcileReport } from './ledger/reconciler.js';
 
-export interface LiveOptions {
-  store: EventStore;
-  policy: EffectPolicy;
+export interface LiveOptions<Effect extends string = string> {
+  store: EventStore<any>;
+  /** A rule per effect type the processor declares (see {@link policyFor}). */
+  policy: EffectPolicy<Effect>;
   /** Streams are spread over this many partitions, shared by the processor's live runners. Fixed per processor. @defaultValue 8 */
   partitions?: number;
   /** @defaultValue 500 */
@@ -62,8 +64,9 @@ export interface LiveRunner {
  * await runner.stop()
  * ```
  */
-export async function runLive(processor: Processor, options: LiveOptions): Promise<LiveRunner> {
-  const policy = validatePolicy(options.policy);
+export async function runLive<E extends EventMap, Effect extends string>(typed: Processor<E, Effect>, options: LiveOptions<Effect>): Promise<LiveRunner> {
+  const processor = typed as unknown as Processor;
+  const policy = policyFor(processor, options.policy);
   const count = options.partitions ?? 8;
   if (!Number.isInteger(count) || count < 1 || count > 1024) throw new ValidationError('partitions', 'must be an integer from 1 to 1024');
   const { store } = options;
@@ -77,7 +80,7 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
   }
   const runner = await openRunnerSession(db, sql);
   const run: RunContext = {
-    db, sql, schema: store.schema, processor, runId, mode: 'live', simulate: false, policy,
+    db, sql, schema: store.schema, processor, events: processor.events ?? store.events, runId, mode: 'live', simulate: false, policy,
     // A renewed session has a new token: reservations from now on carry it.
     get ownerToken() {
       return runner.token;

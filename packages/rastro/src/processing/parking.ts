@@ -1,7 +1,7 @@
 import { quoteSchema } from '../db/schema-name.js';
 import { AmbiguousParkedEventError, ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
-import { validatePolicy } from './policy.js';
+import { policyFor } from './policy.js';
 import type { Processor } from './processor.js';
 import { processEvents } from './process-events.js';
 import { NO_CHECKPOINT } from './progress.js';
@@ -41,7 +41,7 @@ interface ParkedRow {
  * await parked.retry(processor, eventId, { runId: 'live:tips' }) // runs the stream's parked events again, in order
  * ```
  */
-export function parkedEvents(store: EventStore) {
+export function parkedEvents(store: EventStore<any>) {
   const sql = processingSql(quoteSchema(store.schema));
   const db = store.db;
 
@@ -69,7 +69,7 @@ export function parkedEvents(store: EventStore) {
     let handled = 0;
     return holdingParkedStream(db, sql, parkedHoldKey(store.schema, runId), streamId, async (runner) => {
       const run: RunContext = {
-        db, sql, schema: store.schema, processor, runId, mode: info.mode, simulate: info.simulate, policy: validatePolicy(info.policy),
+        db, sql, schema: store.schema, processor, events: processor.events ?? store.events, runId, mode: info.mode, simulate: info.simulate, policy: policyFor(processor, info.policy),
         ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8,
       };
       if (skip) await db.query(sql.unparkMany, [runId, [skip]]);

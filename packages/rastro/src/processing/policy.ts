@@ -1,4 +1,5 @@
 import { ValidationError } from '../errors.js';
+import type { Processor } from './processor.js';
 
 /** What a run does with one effect type. */
 export interface EffectRule {
@@ -12,8 +13,12 @@ export interface EffectRule {
   onFailure: 'release' | 'keep';
 }
 
-/** A run's rule per effect type. A type without a rule is suppressed and counted. */
-export type EffectPolicy = Readonly<Record<string, EffectRule>>;
+/**
+ * A run's rule per effect type. For a processor that declares its effect types, a rule for each
+ * of them and for nothing else; for one that does not, a type without a rule is suppressed and
+ * counted.
+ */
+export type EffectPolicy<Effect extends string = string> = Readonly<Record<Effect, EffectRule>>;
 
 /** Checks a policy (for example one read from `--policy policy.json`). */
 export function validatePolicy(policy: unknown): EffectPolicy {
@@ -31,4 +36,25 @@ export function validatePolicy(policy: unknown): EffectPolicy {
 /** The effect types a policy calls providers for. */
 export function appliedTypes(policy: EffectPolicy): string[] {
   return Object.keys(policy).filter((type) => policy[type]!.mode === 'apply');
+}
+
+/**
+ * The policy a run of `processor` uses, checked before it reads an event. For a processor that
+ * declares its effect types, a key that names none of them (a typo) and a declared type with no
+ * rule are refused: either would suppress an effect without a word.
+ */
+export function policyFor(processor: Pick<Processor, 'name' | 'effectTypes'>, policy: unknown): EffectPolicy {
+  const checked = validatePolicy(policy);
+  const declared = processor.effectTypes;
+  if (declared === undefined) return checked;
+  for (const type of Object.keys(checked)) {
+    if (!declared.includes(type)) {
+      throw new ValidationError(`policy.${type}`, `names no effect type of processor ${processor.name}; its effect types are ${declared.length > 0 ? declared.join(', ') : 'none'}`);
+    }
+  }
+  const missing = declared.filter((type) => !Object.hasOwn(checked, type));
+  if (missing.length > 0) {
+    throw new ValidationError(`policy.${missing[0]}`, `is missing: processor ${processor.name} asks for ${missing.join(', ')}; give each a rule ({ mode: 'apply' | 'suppress', onFailure: 'release' | 'keep' })`);
+  }
+  return checked;
 }

@@ -1,7 +1,8 @@
 import type { Queryable } from '../db/database.js';
 import { ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
-import { resolveEffectType, type EffectTypes } from './ledger/effect-type.js';
+import type { AnyEvents, EventMap, EventTypes } from '../store/event-types.js';
+import { resolveEffectType, type EffectType, type EffectTypes } from './ledger/effect-type.js';
 
 /** How an effect call ended for the handler that asked for it. */
 export type EffectOutcome<Result = unknown> =
@@ -17,9 +18,9 @@ export type EffectOutcome<Result = unknown> =
  */
 export type UpsertGuard = { version: number } | { observedAt: Date | null };
 
-/** What a handler gets besides its event. */
-export interface HandlerContext {
-  /** `live` for the live run, the replay's id otherwise. */
+/** What a handler gets besides its event. `Effect` is the processor's declared effect types. */
+export interface HandlerContext<Effect extends string = string> {
+  /** The run's id: `live:<processor>` for the live run, the replay's id otherwise. */
   readonly runId: string;
   readonly mode: 'live' | 'replay';
   /** True when the run only computes what it would do: no state writes, no effects. */
@@ -29,7 +30,7 @@ export interface HandlerContext {
    * (`<event id>:<effect type>`) to pass on to the provider. The run's policy decides whether it
    * runs; the effect ledger makes sure it runs at most once per key.
    */
-  effect<Result>(effectType: string, call: (idempotencyKey: string) => Promise<Result>): Promise<EffectOutcome<Result>>;
+  effect<Result>(effectType: Effect, call: (idempotencyKey: string) => Promise<Result>): Promise<EffectOutcome<Result>>;
   /**
    * Writes `doc` at `projection`/`key` unless the stored row was written at a newer version (or
    * a later observation, truncated to the second; ties apply; a null observation on either side
@@ -43,29 +44,88 @@ export interface HandlerContext {
   readonly tx: Queryable;
 }
 
-export type EventHandler = (event: RecordedEvent, ctx: HandlerContext) => Promise<void>;
+/** A handler of events of type `K`, with the processor's effect types. */
+export type EventHandler<E extends EventMap = AnyEvents, K extends keyof E & string = keyof E & string, Effect extends string = string> = (
+  event: RecordedEvent<E, K>,
+  ctx: HandlerContext<Effect>,
+) => Promise<void>;
 
-/** A processor: a name, a handler per event type, and the effect types whose providers can be asked. */
-export interface Processor {
+/** A handler per event type, each typed by its key. */
+export type EventHandlers<E extends EventMap = AnyEvents, Effect extends string = string> = { [K in keyof E & string]?: EventHandler<E, K, Effect> };
+
+/**
+ * The effect types a processor's handlers ask for: their names, or their names with how
+ * reconciliation asks their provider ({@link EffectType}; `{}` for one whose provider cannot say).
+ */
+export type EffectDeclarations<Effect extends string = string> = readonly Effect[] | { readonly [K in Effect]: EffectType | Record<string, never> };
+
+/** A processor: a name, a handler per event type, and the effect types its handlers ask for. */
+export interface Processor<E extends EventMap = AnyEvents, Effect extends string = string> {
   readonly name: string;
-  readonly handlers: Readonly<Record<string, EventHandler>>;
+  readonly handlers: Readonly<EventHandlers<E, Effect>>;
+  /** Its event types, when it declares them: they decode its events (upcasters) before the store's. */
+  readonly events?: EventTypes<E>;
+  /**
+   * The effect types its handlers ask for, when it declares them: a run then refuses, before it
+   * reads an event, a policy that names another type or has no rule for one of these, and a
+   * handler's request for a type not declared parks its event. Undeclared, nothing is checked.
+   */
+  readonly effectTypes?: readonly Effect[];
   /** Effect types that can ask their provider "did key K happen?": reconciliation settles them. */
   readonly effects?: EffectTypes;
 }
 
+/** What {@link defineProcessor} takes. */
+export interface ProcessorDefinition<E extends EventMap, Effect extends string> {
+  /** 1 to 100 lowercase letters, digits, dots, dashes or underscores. */
+  name: string;
+  /** The events it handles, typed ({@link defineEvents}); without, handlers get untyped events. */
+  events?: EventTypes<E>;
+  /** The effect types its handlers ask for (see {@link Processor.effectTypes}). */
+  effects?: EffectDeclarations<Effect>;
+  /** A handler per event type. With `events`, each key must be one of them. Its types come from `events` and `effects`, never from the handlers. */
+  handlers: NoInfer<EventHandlers<E, Effect>>;
+}
+
 const NAME = /^[a-z0-9][a-z0-9_.-]{0,99}$/;
+
+/** The declared effect types, and those of them that can be reconciled. */
+function declaredEffects(effects: unknown): { names: string[]; reconcilable: EffectTypes | undefined } {
+  if (Array.isArray(effects)) {
+    const names = effects.map((name, i) => {
+      if (typeof name !== 'string' || name.length === 0 || name.length > 200) throw new ValidationError(`effects[${i}]`, 'must be an effect type name of 1 to 200 characters');
+      return name;
+    });
+    if (new Set(names).size !== names.length) throw new ValidationError('effects', 'must not name an effect type twice');
+    return { names, reconcilable: undefined };
+  }
+  if (typeof effects !== 'object' || effects === null) throw new ValidationError('effects', 'must be a list of effect types, or map each to its reconcile definition');
+  const reconcilable: Record<string, EffectType> = {};
+  for (const [type, definition] of Object.entries(effects)) {
+    if (typeof definition === 'object' && definition !== null && Object.keys(definition).length === 0) continue;
+    resolveEffectType(type, definition as EffectType);
+    reconcilable[type] = definition as EffectType;
+  }
+  return { names: Object.keys(effects), reconcilable: Object.keys(reconcilable).length > 0 ? reconcilable : undefined };
+}
 
 /**
  * Defines a processor. Handlers must reach the outside world only through `ctx.effect` and write
  * state only through `ctx.upsert` or `ctx.tx`, so live runs and replays can share them.
  *
+ * With `events`, handlers are typed by their keys and a key that is not one of the events is a
+ * compile error; with `effects`, `ctx.effect` takes only those types and a run's policy must
+ * have a rule for each of them, and for nothing else.
+ *
  * @example
  * ```ts
  * const commissions = defineProcessor({
  *   name: 'commissions',
+ *   events,                      // defineEvents<OrderEvents>({ 'order.paid': {} })
+ *   effects: ['notify-seller'],
  *   handlers: {
  *     'order.paid': async (event, ctx) => {
- *       const cents = Math.round((event.data.amountCents as number) * (event.data.percent as number) / 100)
+ *       const cents = Math.round((event.data.amountCents * event.data.percent) / 100)
  *       await ctx.upsert('commission', event.streamId, { cents }, { version: event.streamVersion })
  *       await ctx.effect('notify-seller', (key) => notifier.send({ cents }, key))
  *     },
@@ -73,7 +133,7 @@ const NAME = /^[a-z0-9][a-z0-9_.-]{0,99}$/;
  * })
  * ```
  */
-export function defineProcessor(definition: { name: string; handlers: Record<string, EventHandler>; effects?: EffectTypes }): Processor {
+export function defineProcessor<E extends EventMap = AnyEvents, const Effect extends string = string>(definition: ProcessorDefinition<E, Effect>): Processor<E, Effect> {
   if (typeof definition?.name !== 'string' || !NAME.test(definition.name)) {
     throw new ValidationError('name', 'must be 1 to 100 lowercase letters, digits, dots, dashes or underscores');
   }
@@ -81,18 +141,18 @@ export function defineProcessor(definition: { name: string; handlers: Record<str
   if (typeof handlers !== 'object' || handlers === null || Object.keys(handlers).length === 0) {
     throw new ValidationError('handlers', 'must map at least one event type to a function');
   }
+  const { events } = definition;
   for (const [type, handler] of Object.entries(handlers)) {
     if (typeof handler !== 'function') throw new ValidationError(`handlers.${type}`, 'must be a function');
+    if (events && !events.has(type)) throw new ValidationError(`handlers.${type}`, `is not one of the processor's event types (${events.names.join(', ')})`);
   }
-  const effects = definition.effects;
-  if (effects !== undefined) {
-    if (typeof effects !== 'object' || effects === null) throw new ValidationError('effects', 'must map effect types to their reconcile definitions');
-    for (const [type, definition] of Object.entries(effects)) resolveEffectType(type, definition);
-  }
+  const declared = definition.effects === undefined ? undefined : declaredEffects(definition.effects);
   return Object.freeze({
     name: definition.name,
-    handlers: Object.freeze({ ...handlers }),
-    ...(effects ? { effects: Object.freeze({ ...effects }) } : {}),
+    handlers: Object.freeze({ ...handlers }) as EventHandlers<E, Effect>,
+    ...(events ? { events } : {}),
+    ...(declared ? { effectTypes: Object.freeze(declared.names) as readonly Effect[] } : {}),
+    ...(declared?.reconcilable ? { effects: Object.freeze(declared.reconcilable) } : {}),
   });
 }
 

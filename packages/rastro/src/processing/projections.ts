@@ -57,7 +57,7 @@ function validateName(name: unknown): string {
  * const page = await projections(store).list('order', { after: '', limit: 100 })
  * ```
  */
-export function projections(store: EventStore) {
+export function projections(store: EventStore<any>) {
   const sql = projectionSql(quoteSchema(store.schema));
   return {
     async get<Doc = Record<string, unknown>>(name: string, key: string): Promise<ProjectionRow<Doc> | undefined> {

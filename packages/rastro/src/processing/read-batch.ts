@@ -1,5 +1,8 @@
 import type { Queryable } from '../db/database.js';
+import type { RastroError } from '../errors.js';
+import { decodeData } from '../store/decode.js';
 import { LOG_START, type EventMetadata, type LogCheckpoint, type RecordedEvent } from '../store/event.js';
+import type { EventTypes } from '../store/event-types.js';
 import { appliedTypes } from './policy.js';
 import type { KnownEffects } from './effect-round.js';
 import type { Processor } from './processor.js';
@@ -18,6 +21,8 @@ export const WHOLE_LOG: RunRange = { from: null, to: null, fromPosition: null, t
 
 export interface PartitionedEvent extends RecordedEvent {
   partition: number;
+  /** Why its data could not be decoded (no upcaster reaches its version, or one failed): the run parks it with this reason. */
+  undecodable?: RastroError;
 }
 
 /** Events as a run reads them, with their effect ledger entries. */
@@ -60,6 +65,7 @@ type RunEventJson = [
   occurredMs: number,
   recordedMs: number,
   partition: number,
+  schemaVersion: number,
 ];
 
 /** [event position (or, for an entry without one, event id), the effect type's index in the applied types, state] */
@@ -80,8 +86,8 @@ export function parseJsonItems<Item>(items: string | null): Item[] {
 }
 
 /** Events and their ledger entries as a run reads them, each batch one JSON text (see the SQL's runEventsJson). */
-function decode(row: RunEventsRow, handled: readonly string[], applied: readonly string[]): { events: PartitionedEvent[]; ledger: KnownEffects } {
-  const events = decodeEvents(row.events, handled);
+function decode(row: RunEventsRow, handled: readonly string[], applied: readonly string[], types: EventTypes | undefined): { events: PartitionedEvent[]; ledger: KnownEffects } {
+  const events = decodeEvents(row.events, handled, types);
   if (events.length !== row.n) throw new Error(`a batch of ${row.n} events decoded to ${events.length}`);
   const ledger = new Map<number, Record<string, string>>();
   let positions: Map<string, number> | undefined;
@@ -107,26 +113,27 @@ export function inLogOrder<Event extends LogCheckpoint>(events: Event[]): Event[
   return events;
 }
 
-function decodeEvents(json: string | null, handled: readonly string[]): PartitionedEvent[] {
+/**
+ * The batch's events, their data decoded as every read decodes it (store/decode.ts). An event
+ * whose data cannot be decoded keeps its stored data and the reason, and the run parks it.
+ */
+function decodeEvents(json: string | null, handled: readonly string[], types: EventTypes | undefined): PartitionedEvent[] {
   const rows = parseJsonItems<RunEventJson>(json);
   const events = new Array<PartitionedEvent>(rows.length);
   for (let i = 0; i < rows.length; i++) {
-    const [position, txOrder, streamId, streamVersion, id, type, data, metadata, occurredMs, recordedMs, partition] = rows[i]!;
+    const [position, txOrder, streamId, streamVersion, id, typeOrIndex, stored, metadata, occurredMs, recordedMs, partition, schemaVersion] = rows[i]!;
     // JSON numbers beyond 2^53 would be rounded silently; the log's never get there, but say so if they do.
     if (!Number.isSafeInteger(position) || !Number.isSafeInteger(txOrder)) throw new RangeError('event position exceeds Number.MAX_SAFE_INTEGER');
-    events[i] = {
-      id,
-      streamId,
-      streamVersion,
-      position,
-      txOrder,
-      type: typeof type === 'number' ? handled[type]! : type,
-      data,
-      metadata,
-      occurredAt: new Date(occurredMs),
-      recordedAt: new Date(recordedMs),
-      partition,
-    };
+    const type = typeof typeOrIndex === 'number' ? handled[typeOrIndex]! : typeOrIndex;
+    const occurredAt = new Date(occurredMs);
+    let data = stored;
+    let undecodable: RastroError | undefined;
+    try {
+      data = decodeData({ id, type, streamId, occurredAt, data: stored, schemaVersion }, types);
+    } catch (err) {
+      undecodable = err as RastroError;
+    }
+    events[i] = { id, streamId, streamVersion, position, txOrder, type, data, metadata, occurredAt, recordedAt: new Date(recordedMs), partition, ...(undecodable ? { undecodable } : {}) };
   }
   return events;
 }
@@ -158,7 +165,7 @@ export async function readRunBatch(
   const { rows } = await db.query<RunEventsRow & { blocked: string[]; held: boolean; frontier: number; stored: string | null }>(sql.readBatch, values);
   const row = rows[0]!;
   return {
-    ...decode(row, handled, applied),
+    ...decode(row, handled, applied, run.events),
     blocked: new Set(row.blocked),
     heldBack: row.held,
     frontier: row.frontier,
@@ -171,7 +178,7 @@ export async function readRunEvents(run: RunContext, ids: string[]): Promise<Run
   const handled = handledTypes(run.processor);
   const applied = appliedTypes(run.policy);
   const { rows } = await run.db.query<RunEventsRow>(run.sql.eventsByIds, [ids, applied, handled]);
-  return { ...decode(rows[0]!, handled, applied), blocked: new Set() };
+  return { ...decode(rows[0]!, handled, applied, run.events), blocked: new Set() };
 }
 
 /** Whether events of the range exist after `after`, committed or not yet visible below the frontier. */

@@ -1,8 +1,9 @@
 import { RunInProgressError, ValidationError } from '../errors.js';
 import { sameJson } from './state-writes.js';
 import type { EventStore } from '../store/event-store.js';
+import type { EventMap } from '../store/event-types.js';
 import { quoteSchema } from '../db/schema-name.js';
-import { validatePolicy, type EffectPolicy } from './policy.js';
+import { policyFor, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { countRange, type RunRange } from './read-batch.js';
 import { openRunnerSession } from './runner-session.js';
@@ -13,8 +14,8 @@ import { newRunId, RUN_ID } from './run-id.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
 
-export interface ReplayOptions {
-  store: EventStore;
+export interface ReplayOptions<Effect extends string = string> {
+  store: EventStore<any>;
   /** Re-using a run id continues that run from its checkpoint. @defaultValue `replay-<time>-<random>` */
   runId?: string;
   /** Events that occurred at or after this time. */
@@ -24,7 +25,8 @@ export interface ReplayOptions {
   /** Or a position range, inclusive. */
   fromPosition?: number;
   toPosition?: number;
-  policy: EffectPolicy;
+  /** A rule per effect type the processor declares (see {@link policyFor}). */
+  policy: EffectPolicy<Effect>;
   simulate?: boolean;
   /** Events per batch: one reservation round trip, one probe, one commit per batch. @defaultValue 1000 */
   batchSize?: number;
@@ -91,10 +93,11 @@ function validateRange(options: ReplayOptions): RunRange {
  * })
  * ```
  */
-export async function runReplay(processor: Processor, options: ReplayOptions): Promise<RunSummary> {
+export async function runReplay<E extends EventMap, Effect extends string>(typed: Processor<E, Effect>, options: ReplayOptions<Effect>): Promise<RunSummary> {
+  const processor = typed as unknown as Processor;
   const runId = options.runId ?? newRunId('replay');
   if (!RUN_ID.test(runId) || runId.startsWith('live:')) throw new ValidationError('runId', 'must be 1 to 100 letters, digits, dots, dashes, colons or underscores, not starting with live:');
-  const policy = validatePolicy(options.policy);
+  const policy = policyFor(processor, options.policy);
   const range = validateRange(options);
   const { store } = options;
   const db = store.db;
@@ -144,6 +147,7 @@ export async function runReplay(processor: Processor, options: ReplayOptions): P
       sql: options.simulate ? processingSql(quoteSchema(store.schema), { simulate: true }) : sql,
       schema: store.schema,
       processor,
+      events: processor.events ?? store.events,
       runId,
       mode: 'replay',
       simulate: options.simulate ?? false,

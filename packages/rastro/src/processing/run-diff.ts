@@ -13,7 +13,7 @@ export interface DiffRow {
 }
 
 /** The diff a simulated run recorded, by projection and key. */
-export async function runDiff(store: EventStore, runId: string): Promise<DiffRow[]> {
+export async function runDiff(store: EventStore<any>, runId: string): Promise<DiffRow[]> {
   const sql = processingSql(quoteSchema(store.schema));
   const { rows } = await store.db.query<{ projection: string; key: string; before: unknown; after: unknown }>(sql.diffs, [runId]);
   return rows.map((row) => ({ runId, ...row }));
@@ -37,7 +37,7 @@ export interface DiffPage {
  * ```
  */
 export async function runDiffPage(
-  store: EventStore,
+  store: EventStore<any>,
   runId: string,
   options: { projection?: string; keyContains?: string; limit?: number; offset?: number } = {},
 ): Promise<DiffPage> {
@@ -73,7 +73,7 @@ export type SimulateFailure = Omit<ParkedEvent, 'parkedAt'> & { at: Date };
  * const { total, failures } = await simulateFailures(store, 'double-tips')
  * ```
  */
-export async function simulateFailures(store: EventStore, runId: string, options: { limit?: number } = {}): Promise<{ total: number; failures: SimulateFailure[] }> {
+export async function simulateFailures(store: EventStore<any>, runId: string, options: { limit?: number } = {}): Promise<{ total: number; failures: SimulateFailure[] }> {
   const sql = processingSql(quoteSchema(store.schema));
   const { rows } = await store.db.query<{ processor: string; run_id: string; event_id: string; stream_id: string; position: number; reason: 'failed' | 'waiting'; error: string | null; parked_at: Date; total: number }>(
     sql.simulateFailures, [runId, options.limit ?? 100],

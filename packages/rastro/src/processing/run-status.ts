@@ -98,7 +98,7 @@ const nullableNumber = (value: number | null) => (value === null ? null : Number
  * for (const run of await runs.list({ mode: 'replay' })) console.log(run.runId, run.progress)
  * ```
  */
-export function runStatus(store: EventStore, options: { typesOf?: (processor: string) => string[] | null } = {}) {
+export function runStatus(store: EventStore<any>, options: { typesOf?: (processor: string) => string[] | null } = {}) {
   const sql = processingSql(quoteSchema(store.schema));
   const db = store.db;
   const backlog = liveBacklog(db, store.schema);

@@ -63,7 +63,7 @@ const jsonItems = (item: string) => `string_agg(${item}, ',')`;
  * - `events`, the whole batch as one JSON array (one value to decode instead of a row per event):
  *   per event an array of position, tx_order, stream_id, stream_version, id, type (its index in
  *   `handled`, or the type itself when it is not there), data, metadata, occurred_at and
- *   recorded_at as epoch milliseconds, and `partition`. In the CTE's order, which the decoder
+ *   recorded_at as epoch milliseconds, `partition` and `schema_version`. In the CTE's order, which the decoder
  *   checks: an ORDER BY in the aggregate would sort the batch again.
  * - `n`, the number of events, which the decoder checks too.
  * - `ledger`, the events' effect ledger entries for the effect types in `types` as a JSON array of
@@ -92,7 +92,7 @@ function runEventsJson(s: string, handled: string, types: string, extra = ''): s
   return `b as not materialized (
         select ${jsonItems(`concat_ws(',', '[' || e.position, e.tx_order, to_json(e.stream_id), e.stream_version, '"' || e.id || '"',
             coalesce((array_position(${handled}, e.type) - 1)::text, to_json(e.type)::text), e.data, e.metadata,
-            ${epochMillis('e.occurred_at')}, ${epochMillis('e.recorded_at')}, e.partition || ']')`)} as events,
+            ${epochMillis('e.occurred_at')}, ${epochMillis('e.recorded_at')}, e.partition, e.schema_version || ']')`)} as events,
           count(*)::int as n, min(e.position) as lo, max(e.position) as hi, array_agg(e.id) as ids${extra}
         from e)
       select b.events, b.n,

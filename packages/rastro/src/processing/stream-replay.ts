@@ -1,7 +1,8 @@
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
-import { validatePolicy, type EffectPolicy } from './policy.js';
+import type { EventMap } from '../store/event-types.js';
+import { policyFor, type EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import { processEvents } from './process-events.js';
 import { NO_CHECKPOINT } from './progress.js';
@@ -11,12 +12,12 @@ import { openRunnerSession } from './runner-session.js';
 import type { RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
 
-export interface StreamReplayOptions {
-  store: EventStore;
+export interface StreamReplayOptions<Effect extends string = string> {
+  store: EventStore<any>;
   streamId: string;
   /** A new id for this run. */
   runId: string;
-  policy: EffectPolicy;
+  policy: EffectPolicy<Effect>;
   /** @defaultValue 1000 */
   batchSize?: number;
 }
@@ -31,16 +32,17 @@ export interface StreamReplayOptions {
  * await replayStream(normalizer, { store, streamId: 'order:pied:260065713', runId: 'renormalize-1', policy })
  * ```
  */
-export async function replayStream(processor: Processor, options: StreamReplayOptions): Promise<RunSummary> {
+export async function replayStream<E extends EventMap, Effect extends string>(typed: Processor<E, Effect>, options: StreamReplayOptions<Effect>): Promise<RunSummary> {
+  const processor = typed as unknown as Processor;
   const { store, streamId, runId } = options;
-  const policy = validatePolicy(options.policy);
+  const policy = policyFor(processor, options.policy);
   const db = store.db;
   const sql = processingSql(quoteSchema(store.schema));
   const types = new Set(handledTypes(processor));
   const ids = (await store.readStream(streamId)).filter((event) => types.has(event.type)).map((event) => event.id);
   const runner = await openRunnerSession(db, sql);
   try {
-    const run: RunContext = { db, sql, schema: store.schema, processor, runId, mode: 'replay', simulate: false, policy, ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8 };
+    const run: RunContext = { db, sql, schema: store.schema, processor, events: processor.events ?? store.events, runId, mode: 'replay', simulate: false, policy, ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8 };
     const { rows } = await db.query<{ processor: string }>(sql.startRun, [runId, processor.name, 'replay', false, JSON.stringify(policy), null, null, null, null, ids.length, null, null]);
     if (rows[0]!.processor !== processor.name) throw new ValidationError('runId', `run ${runId} belongs to processor ${rows[0]!.processor}; choose another run id`);
     const size = options.batchSize ?? 1000;

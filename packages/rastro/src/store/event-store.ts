@@ -1,9 +1,14 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Database, Queryable } from '../db/database.js';
 import { isUniqueViolation } from '../db/database-error.js';
+import { inCallersTransaction, isPgPool, toQueryable, type Executor } from '../db/executor.js';
+import { openPostgres, type PgPool } from '../db/postgres.js';
 import { quoteSchema } from '../db/schema-name.js';
+import { int8, int8Array } from '../db/values.js';
 import { ConcurrencyError, EventIdConflictError, TransactionIdsRewoundError, ValidationError, type ExpectedVersion } from '../errors.js';
-import { LOG_START, toRecordedEvent, type EventMetadata, type EventRow, type LogCheckpoint, type NewEvent, type RecordedEvent } from './event.js';
+import { decodeEvent } from './decode.js';
+import { LOG_START, toStoredEvent, type EventMetadata, type EventRow, type LogCheckpoint, type NewEvent, type RecordedEvent } from './event.js';
+import type { AnyEvents, EventMap, EventTypes } from './event-types.js';
 import { readStreamTail, saveSnapshot, snapshotSql, type Snapshot, type StreamTail } from './snapshots.js';
 import { eventStoreSql } from './sql.js';
 import { createAppendNotifier } from './append-notifier.js';
@@ -12,16 +17,27 @@ import { prepareEvents, validateExpectedVersion, validateStreamId, type Prepared
 import { withSpan } from '../observability/tracing.js';
 import { withoutTraceContext, withTraceMetadata } from './trace-metadata.js';
 
-export interface EventStoreOptions {
+export interface EventStoreOptions<E extends EventMap = AnyEvents> {
   /** @defaultValue 'rastro' */
   schema?: string;
+  /**
+   * The store's event types ({@link defineEvents}). Appends are then typed, checked against
+   * their types' schemas and stamped with their types' versions; reads return only these types,
+   * typed, their data brought to each type's current version. @defaultValue any type, untyped
+   */
+  events?: EventTypes<E>;
 }
 
 export interface AppendOptions {
   /** @defaultValue 'any' */
   expectedVersion?: ExpectedVersion;
-  /** Append inside the caller's transaction, so the events commit with the caller's rows. */
-  tx?: Queryable;
+  /**
+   * Append inside the caller's transaction, so the events commit with the caller's rows (or not
+   * at all): `db.transaction`'s `tx`, a `pg` client inside `begin` (a `PoolClient` or `Client`),
+   * or a query builder's transaction through `fromKysely`, `fromDrizzle` or `fromKnex`. A version
+   * conflict inside it is contained in a savepoint: the transaction stays usable.
+   */
+  tx?: Executor;
 }
 
 export interface AppendResult {
@@ -36,17 +52,17 @@ export interface ReadStreamOptions {
   fromVersion?: number;
   /** Inclusive. @defaultValue the stream's end */
   toVersion?: number;
-  /** Read inside the caller's transaction. */
-  tx?: Queryable;
+  /** Read inside the caller's transaction (see {@link AppendOptions.tx}). */
+  tx?: Executor;
 }
 
-export interface ReadAllOptions {
+export interface ReadAllOptions<E extends EventMap = AnyEvents> {
   /** Read events after this checkpoint; a recorded event is one. @defaultValue the start */
   after?: LogCheckpoint;
   /** @defaultValue 1000 */
   limit?: number;
-  /** Only these event types. */
-  types?: string[];
+  /** Only these event types. @defaultValue the store's declared types, or every type */
+  types?: (keyof E & string)[];
   /** Only events that occurred at or after this time. */
   from?: Date;
   /** Only events that occurred before this time. */
@@ -67,21 +83,21 @@ export interface ReaderDelay {
   oldestPreparedMs: number | null;
 }
 
-export interface EventStore {
-  append(streamId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
-  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
-  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
-  subscribe(after: LogCheckpoint, handler: (event: RecordedEvent) => Promise<void> | void, options?: SubscribeOptions): Subscription;
+export interface EventStore<E extends EventMap = AnyEvents> {
+  append(streamId: string, events: readonly NewEvent<E>[], options?: AppendOptions): Promise<AppendResult>;
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent<E>[]>;
+  readAll(options?: ReadAllOptions<E>): Promise<RecordedEvent<E>[]>;
+  subscribe(after: LogCheckpoint, handler: (event: RecordedEvent<E>) => Promise<void> | void, options?: SubscribeOptions): Subscription;
   /** The stream's latest snapshot and the events after it (all events when there is none). */
-  readStreamTail<State>(streamId: string, options?: { tx?: Queryable }): Promise<StreamTail<State>>;
+  readStreamTail<State>(streamId: string, options?: { tx?: Executor }): Promise<StreamTail<State>>;
   /** Saves a snapshot unless a newer one is stored. Snapshots are derived: events stay the truth. */
-  saveSnapshot(streamId: string, snapshot: Snapshot<unknown>, options?: { tx?: Queryable }): Promise<void>;
+  saveSnapshot(streamId: string, snapshot: Snapshot<unknown>, options?: { tx?: Executor }): Promise<void>;
   /** Deletes the snapshots of every stream whose id starts with `prefix`; returns how many. */
   dropSnapshots(prefix: string): Promise<number>;
   /** Streams whose id starts with `prefix`, in id order, `limit` at a time after `afterStreamId`. */
   listStreams(prefix: string, options?: { afterStreamId?: string; limit?: number }): Promise<{ streamId: string; version: number }[]>;
   /** The stream's version, 0 when it does not exist. */
-  streamVersion(streamId: string, options?: { tx?: Queryable }): Promise<number>;
+  streamVersion(streamId: string, options?: { tx?: Executor }): Promise<number>;
   readerDelay(): Promise<ReaderDelay>;
   /** Throws {@link TransactionIdsRewoundError} when the log came from another cluster. */
   assertTransactionIdsCurrent(): Promise<void>;
@@ -89,6 +105,8 @@ export interface EventStore {
   rebaseTransactionOrder(): Promise<number>;
   readonly schema: string;
   readonly db: Database;
+  /** The declared event types, when the store was given them. */
+  readonly events: EventTypes<E> | undefined;
 }
 
 const MAX_READ_LIMIT = 10_000;
@@ -122,32 +140,50 @@ function validateDate(field: string, value: unknown): string | null {
   return value.toISOString();
 }
 
-function validateTypes(types: unknown): string[] | null {
-  if (types === undefined) return null;
+function validateTypes(types: unknown, declared: EventTypes | undefined): string[] | null {
+  if (types === undefined) return declared ? declared.names : null;
   if (!Array.isArray(types) || types.some((type) => typeof type !== 'string')) throw new ValidationError('types', 'must be an array of strings');
   return types as string[];
 }
 
 /**
+ * The events with their data checked against their types' schemas (the schemas' output is what
+ * is stored), refusing a type the store does not declare. What is not an event at all is left
+ * for {@link prepareEvents} to refuse.
+ */
+async function checkedAgainst(types: EventTypes, events: readonly NewEvent[]): Promise<NewEvent[]> {
+  if (!Array.isArray(events)) return events as NewEvent[];
+  return Promise.all(events.map(async (event, index) => {
+    if (typeof event !== 'object' || event === null || typeof event.type !== 'string' || typeof event.data !== 'object' || event.data === null) return event;
+    if (!types.has(event.type)) throw new ValidationError(`events[${index}].type`, `${JSON.stringify(event.type.slice(0, 200))} is not one of the store's event types (${types.names.join(', ')})`);
+    return { ...event, data: (await types.validate(event.type, event.data, `events[${index}].data`)) as Record<string, unknown> };
+  }));
+}
+
+/**
  * Creates the event store on a migrated database.
+ *
+ * `db` is a database from {@link openDatabase}, or the application's own `pg` `Pool`.
  *
  * @example
  * ```ts
- * const store = createEventStore(db)
+ * const store = createEventStore(db, { events: defineEvents<OrderEvents>({ 'order.paid': {} }) })
  * const { streamVersion } = await store.append('order-1', [{ type: 'order.paid', data: { amountCents: 1200 } }], { expectedVersion: 'no-stream' })
  * for (const event of await store.readAll({ after: LOG_START, limit: 100 })) console.log(event.type)
  * ```
  */
-export function createEventStore(db: Database, options: EventStoreOptions = {}): EventStore {
+export function createEventStore<E extends EventMap = AnyEvents>(database: Database | PgPool, options: EventStoreOptions<E> = {}): EventStore<E> {
+  const db = isPgPool(database) ? openPostgres({ pool: database }) : database;
   const schema = options.schema ?? 'rastro';
+  const types = options.events as EventTypes | undefined;
   const quoted = quoteSchema(schema);
   const sql = eventStoreSql(quoted);
   const snapshots = snapshotSql(quoted);
   const notifier = createAppendNotifier(db, eventsChannel(schema));
 
   async function streamVersion(streamId: string, target: Queryable = db): Promise<number> {
-    const { rows } = await target.query<{ version: number }>(sql.streamVersion, [streamId], { prepare: true });
-    return rows[0]?.version ?? 0;
+    const { rows } = await target.query<{ version: unknown }>(sql.streamVersion, [streamId], { prepare: true });
+    return rows[0] ? int8(rows[0].version) : 0;
   }
 
   function appendText(expected: ExpectedVersion): { text: string; extra: unknown[] } {
@@ -159,7 +195,7 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
 
   async function runAppend(target: Queryable, streamId: string, events: PreparedEvent[], expected: ExpectedVersion) {
     const { text, extra } = appendText(expected);
-    const { rows } = await target.query<{ stream_version: number | null; positions: number[] | null }>(
+    const { rows } = await target.query<{ stream_version: unknown; positions: unknown }>(
       text,
       [
       streamId,
@@ -169,6 +205,7 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
       events.map((event) => event.metadata),
       events.map((event) => event.occurredAt),
       events.length,
+      events.map((event) => event.schemaVersion),
       ...extra,
       ],
       { prepare: true },
@@ -180,23 +217,24 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
   async function explainRefusal(target: Queryable, streamId: string, events: PreparedEvent[], expected: ExpectedVersion): Promise<AppendResult> {
     const { rows } = await target.query<EventRow>(sql.eventsById, [events.map((event) => event.id)]);
     if (rows.length === 0) throw new ConcurrencyError(streamId, expected, await streamVersion(streamId, target));
-    const stored = new Map(rows.map((row) => [row.id, row]));
+    const stored = new Map(rows.map((row) => [row.id, toStoredEvent(row)]));
     for (const event of events) {
       const row = stored.get(event.id);
       if (!row) throw new EventIdConflictError(rows[0]!.id, 'but this append mixes it with new events');
-      if (row.stream_id !== streamId) throw new EventIdConflictError(event.id, 'in another stream');
+      if (row.streamId !== streamId) throw new EventIdConflictError(event.id, 'in another stream');
       const same =
         row.type === event.type &&
+        row.schemaVersion === event.schemaVersion &&
         isDeepStrictEqual(row.data, JSON.parse(event.data)) &&
         isDeepStrictEqual(withoutTraceContext(row.metadata), withoutTraceContext(JSON.parse(event.metadata) as EventMetadata)) &&
-        (!event.occurredAtGiven || row.occurred_at.toISOString() === event.occurredAt);
+        (!event.occurredAtGiven || row.occurredAt.toISOString() === event.occurredAt);
       if (!same) throw new EventIdConflictError(event.id, 'with other content');
     }
     const inOrder = events.map((event) => stored.get(event.id)!);
-    if (inOrder.some((row, i) => i > 0 && row.stream_version !== inOrder[i - 1]!.stream_version + 1)) {
+    if (inOrder.some((row, i) => i > 0 && row.streamVersion !== inOrder[i - 1]!.streamVersion + 1)) {
       throw new EventIdConflictError(events[0]!.id, 'in another order');
     }
-    return { streamVersion: inOrder[inOrder.length - 1]!.stream_version, positions: inOrder.map((row) => row.position) };
+    return { streamVersion: inOrder[inOrder.length - 1]!.streamVersion, positions: inOrder.map((row) => row.position) };
   }
 
   /**
@@ -207,7 +245,7 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
   async function appendIn(target: Queryable, streamId: string, events: PreparedEvent[], expected: ExpectedVersion, savepoint: boolean): Promise<AppendResult> {
     try {
       const row = await runAppend(target, streamId, events, expected);
-      if (row.stream_version !== null && row.positions) return { streamVersion: row.stream_version, positions: row.positions };
+      if (row.stream_version !== null && row.positions !== null) return { streamVersion: int8(row.stream_version), positions: int8Array(row.positions) };
     } catch (err) {
       if (!isUniqueViolation(err, 'events_id_key')) throw err;
       if (savepoint) await target.query('rollback to savepoint rastro_append');
@@ -216,11 +254,11 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
   }
 
   /** Appends in a `rastro.append` span; the events carry its trace context in their metadata. */
-  function append(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+  function append(streamId: string, events: readonly NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     const attributes = { 'rastro.stream.id': String(streamId).slice(0, 500), 'rastro.event.count': Array.isArray(events) ? events.length : 0 };
     return withSpan('rastro.append', attributes, async (span, ctx) => {
       if (span.isRecording() && attributes['rastro.event.count'] > 0) span.setAttribute('rastro.event.types', events.map((event) => String(event?.type)));
-      const result = await appendTraced(streamId, withTraceMetadata(events, ctx), options);
+      const result = await appendTraced(streamId, withTraceMetadata(events as NewEvent[], ctx), options);
       if (span.isRecording()) span.setAttributes({ 'rastro.stream.version': result.streamVersion, 'rastro.positions': result.positions });
       return result;
     });
@@ -229,10 +267,11 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
   async function appendTraced(streamId: string, events: NewEvent[], options: AppendOptions): Promise<AppendResult> {
     validateStreamId(streamId);
     const expected = validateExpectedVersion(options.expectedVersion ?? 'any');
-    const prepared = prepareEvents(events);
-    const { tx } = options;
-    if (!tx) {
-      const result = await appendIn(db, streamId, prepared, expected, false);
+    const tx = options.tx === undefined ? undefined : toQueryable(options.tx);
+    const prepared = prepareEvents(types ? await checkedAgainst(types, events) : events, types);
+    if (!tx || !inCallersTransaction(tx)) {
+      // One statement, its own transaction: nothing of the caller's to keep usable.
+      const result = await appendIn(tx ?? db, streamId, prepared, expected, false);
       notifier.appended();
       return result;
     }
@@ -249,33 +288,43 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     }
   }
 
-  async function readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+  const decode = (rows: EventRow[]) => rows.map((row) => decodeEvent<E>(toStoredEvent(row), types));
+
+  async function readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent<E>[]> {
     validateStreamId(streamId);
     const from = validateVersion('fromVersion', options.fromVersion, 1);
     const to = validateVersion('toVersion', options.toVersion, Number.MAX_SAFE_INTEGER);
-    const { rows } = await (options.tx ?? db).query<EventRow>(sql.readStream, [streamId, from, to, null], { prepare: true });
-    return rows.map(toRecordedEvent);
+    const target = options.tx === undefined ? db : toQueryable(options.tx);
+    const { rows } = await target.query<EventRow>(sql.readStream, [streamId, from, to, null, types?.names ?? null], { prepare: true });
+    return decode(rows);
   }
 
-  async function readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+  async function readAll(options: ReadAllOptions<E> = {}): Promise<RecordedEvent<E>[]> {
     const after = validateCheckpoint(options.after);
     const limit = validateLimit(options.limit, 1000);
-    const values = [after.txOrder, after.position, limit, validateTypes(options.types), validateDate('from', options.from), validateDate('to', options.to)];
+    const values = [after.txOrder, after.position, limit, validateTypes(options.types, types), validateDate('from', options.from), validateDate('to', options.to)];
     const { rows } = await db.query<EventRow>(sql.readAll, values);
-    return rows.map(toRecordedEvent);
+    return decode(rows);
   }
 
-  const store: EventStore = {
+  const executor = (tx: Executor | undefined): Queryable => (tx === undefined ? db : toQueryable(tx));
+
+  const store: EventStore<E> = {
     schema,
     db,
-    append,
+    events: options.events,
+    // The implementation reads and writes untyped events; the store's type is the caller's view of them.
+    append: append as EventStore<E>['append'],
     readStream,
     readAll,
     subscribe: (after, handler, subscribeOptions) =>
-      subscribeToLog({ db, schema, read: (from, limit) => readAll({ after: from, limit }), after: validateCheckpoint(after), handler, options: subscribeOptions }),
-    streamVersion: (streamId, { tx } = {}) => streamVersion(validateStreamId(streamId), tx),
-    readStreamTail: (streamId, { tx } = {}) => readStreamTail(tx ?? db, snapshots, validateStreamId(streamId)),
-    saveSnapshot: (streamId, snapshot, { tx } = {}) => saveSnapshot(tx ?? db, snapshots, validateStreamId(streamId), snapshot),
+      subscribeToLog({
+        db, schema, read: (from, limit) => readAll({ after: from, limit }) as Promise<RecordedEvent[]>, after: validateCheckpoint(after),
+        handler: handler as (event: RecordedEvent) => Promise<void> | void, options: subscribeOptions,
+      }),
+    streamVersion: (streamId, { tx } = {}) => streamVersion(validateStreamId(streamId), executor(tx)),
+    readStreamTail: (streamId, { tx } = {}) => readStreamTail(executor(tx), snapshots, validateStreamId(streamId), types),
+    saveSnapshot: (streamId, snapshot, { tx } = {}) => saveSnapshot(executor(tx), snapshots, validateStreamId(streamId), snapshot),
     async dropSnapshots(prefix) {
       return (await db.query(snapshots.dropByPrefix, [prefix])).rowCount;
     },

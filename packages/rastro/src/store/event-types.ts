@@ -118,7 +118,7 @@ function issuePath(path: StandardSchemaV1.Issue['path']): string {
  * data is checked against, the version each is appended at, and the upcasters that bring older
  * versions to it on every read. Make it with {@link defineEvents}.
  */
-export class EventTypes<E extends EventMap = EventMap> {
+export class EventTypes<out E extends EventMap = EventMap> {
   /** Carries the event map for the compiler; nothing at run time. */
   declare readonly events?: E;
   private readonly types: ReadonlyMap<string, ResolvedType>;
@@ -132,8 +132,8 @@ export class EventTypes<E extends EventMap = EventMap> {
   }
 
   /** The declared type names. */
-  get names(): (keyof E & string)[] {
-    return [...this.types.keys()] as (keyof E & string)[];
+  get names(): string[] {
+    return [...this.types.keys()];
   }
 
   has(type: string): boolean {

@@ -1,5 +1,8 @@
 import type { Queryable } from '../db/database.js';
+import { instant, int8, json } from '../db/values.js';
+import { decodeData } from './decode.js';
 import type { RecordedEvent } from './event.js';
+import type { EventTypes } from './event-types.js';
 
 /** A stream's folded state at a version. */
 export interface Snapshot<State> {
@@ -25,10 +28,10 @@ export function snapshotSql(s: string) {
      * alone it cannot know how many versions follow the snapshot and may scan the whole stream.
      */
     tail: `with snap as (select version, state from ${s}.snapshots where stream_id = $1)
-      select 0 as kind, version as stream_version, null::text as type, state as data, null::timestamptz as occurred_at
+      select 0 as kind, version as stream_version, null::text as type, state as data, null::timestamptz as occurred_at, null::uuid as id, null::smallint as schema_version
         from snap
       union all
-      select 1, stream_version, type, data, occurred_at
+      select 1, stream_version, type, data, occurred_at, id, schema_version
         from ${s}.events
        where stream_id = $1 and stream_version > coalesce((select version from snap), 0) and stream_version <= 9007199254740991
       order by kind, stream_version`,
@@ -42,15 +45,18 @@ export function snapshotSql(s: string) {
 
 export type SnapshotSql = ReturnType<typeof snapshotSql>;
 
-export async function readStreamTail<State>(target: Queryable, sql: SnapshotSql, streamId: string): Promise<StreamTail<State>> {
-  const { rows } = await target.query<{ kind: number; stream_version: number; type: string; data: Record<string, unknown>; occurred_at: Date }>(
-    sql.tail,
-    [streamId],
-    { prepare: true },
-  );
+type TailRow = { kind: unknown; stream_version: unknown; type: string; data: unknown; occurred_at: unknown; id: string; schema_version: unknown };
+
+/** The stream's latest snapshot and the events after it, their data decoded as every read decodes it (store/decode.ts). */
+export async function readStreamTail<State>(target: Queryable, sql: SnapshotSql, streamId: string, types?: EventTypes): Promise<StreamTail<State>> {
+  const { rows } = await target.query<TailRow>(sql.tail, [streamId], { prepare: true });
   const first = rows[0];
-  const snapshot = first?.kind === 0 ? { version: first.stream_version, state: first.data as State } : null;
-  const events = (snapshot ? rows.slice(1) : rows).map((row) => ({ streamVersion: row.stream_version, type: row.type, data: row.data, occurredAt: row.occurred_at }));
+  const snapshot = first && int8(first.kind) === 0 ? { version: int8(first.stream_version), state: json<State>(first.data) } : null;
+  const events = (snapshot ? rows.slice(1) : rows).map((row) => {
+    const occurredAt = instant(row.occurred_at);
+    const data = decodeData({ id: row.id, type: row.type, streamId, occurredAt, data: json(row.data), schemaVersion: int8(row.schema_version) }, types);
+    return { streamVersion: int8(row.stream_version), type: row.type, data, occurredAt };
+  });
   return { snapshot, events };
 }
 

@@ -1,3 +1,5 @@
+import { EVENT_COLUMNS } from './event.js';
+
 /**
  * The event store's statements for one schema. `s` is the schema, already validated and quoted.
  *
@@ -62,13 +64,13 @@ export function eventStoreSql(s: string) {
 
   const appendWith = (streamCte: string) => `
 with input as (
-  select * from unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])
-    with ordinality as input(id, type, data, metadata, occurred_at, n)
+  select * from unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[], $8::int2[])
+    with ordinality as input(id, type, data, metadata, occurred_at, schema_version, n)
 ), stream as (
   ${streamCte}
 ), appended as (
-  insert into ${s}.events (tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at)
-  select stream.tx_order, $1, stream.version - $7 + input.n, input.id, input.type, input.data, input.metadata, input.occurred_at
+  insert into ${s}.events (tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, schema_version)
+  select stream.tx_order, $1, stream.version - $7 + input.n, input.id, input.type, input.data, input.metadata, input.occurred_at, input.schema_version
   from stream, input
   order by input.n
   returning position
@@ -77,7 +79,7 @@ select (select version from stream) as stream_version,
        (select array_agg(position order by position) from appended) as positions`;
 
   return {
-    /** $1 stream, $2..$6 event columns, $7 batch size; $8 expected version (exact only). */
+    /** $1 stream, $2..$6 event columns, $7 batch size, $8 schema versions; $9 expected version (exact only). */
     append: {
       any: appendWith(`insert into ${s}.streams as s (stream_id, version, tx_order)
     values ($1, $7, ${txOrderNow})
@@ -94,18 +96,19 @@ select (select version from stream) as stream_version,
     returning version, tx_order`),
       exact: appendWith(`update ${s}.streams s
     set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow})
-    where s.stream_id = $1 and s.version = $8
+    where s.stream_id = $1 and s.version = $9
     returning version, tx_order`),
     },
 
     streamVersion: `select version from ${s}.streams where stream_id = $1`,
 
-    eventsById: `select position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at
-      from ${s}.events where id = any($1::uuid[]) order by position`,
+    eventsById: `select ${EVENT_COLUMNS} from ${s}.events where id = any($1::uuid[]) order by position`,
 
-    readStream: `select position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at
+    /** $5: only these types (a store's declared types), or all when null. */
+    readStream: `select ${EVENT_COLUMNS}
       from ${s}.events
       where stream_id = $1 and stream_version >= $2 and stream_version <= $3
+        and ($5::text[] is null or type = any($5::text[]))
       order by stream_version
       limit $4`,
 
@@ -113,7 +116,7 @@ select (select version from stream) as stream_version,
      * Only rows whose transaction order is below the oldest transaction still running are
      * read: those transactions have all ended, so nothing can appear behind the checkpoint.
      */
-    readAll: `select position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at
+    readAll: `select ${EVENT_COLUMNS}
       from ${s}.events
       where (tx_order, position) > ($1, $2)
         and tx_order < ${eventFrontierSql(s)}

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ValidationError, type ExpectedVersion } from '../errors.js';
 import type { NewEvent } from './event.js';
+import type { EventTypes } from './event-types.js';
 import { findUnstorableText } from './storable-text.js';
 
 export const MAX_STREAM_ID_LENGTH = 500;
@@ -17,6 +18,8 @@ export interface PreparedEvent {
   occurredAt: string;
   /** Whether the caller set occurredAt, so a retry's default timestamp is not a difference. */
   occurredAtGiven: boolean;
+  /** The version of its type the data is in: its type's current one. */
+  schemaVersion: number;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -50,7 +53,7 @@ export function validateExpectedVersion(expected: unknown): ExpectedVersion {
   throw new ValidationError('expectedVersion', "must be a non-negative integer, 'no-stream', 'exists' or 'any'");
 }
 
-function prepareEvent(event: NewEvent, index: number, now: Date): PreparedEvent {
+function prepareEvent(event: NewEvent, index: number, now: Date, types: EventTypes | undefined): PreparedEvent {
   const at = `events[${index}]`;
   if (!isPlainObject(event)) throw new ValidationError(at, 'must be an object');
   const { id, type, data, metadata, occurredAt } = event;
@@ -71,14 +74,15 @@ function prepareEvent(event: NewEvent, index: number, now: Date): PreparedEvent 
     metadata: toJson(`${at}.metadata`, metadata ?? {}),
     occurredAt: (occurredAt ?? now).toISOString(),
     occurredAtGiven: occurredAt !== undefined,
+    schemaVersion: types?.version(type) ?? 1,
   };
 }
 
 /** Checks a batch before anything touches the database; throws {@link ValidationError}. */
-export function prepareEvents(events: unknown): PreparedEvent[] {
+export function prepareEvents(events: unknown, types?: EventTypes): PreparedEvent[] {
   if (!Array.isArray(events) || events.length === 0) throw new ValidationError('events', 'must be a non-empty array');
   const now = new Date();
-  const prepared = events.map((event: NewEvent, index) => prepareEvent(event, index, now));
+  const prepared = events.map((event: NewEvent, index) => prepareEvent(event, index, now, types));
   const ids = new Set(prepared.map((event) => event.id));
   if (ids.size !== prepared.length) throw new ValidationError('events', 'must not repeat an event id within one append');
   return prepared;

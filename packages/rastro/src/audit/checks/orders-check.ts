@@ -2,7 +2,8 @@ import type { Queryable } from '../../db/database.js';
 import { ORDER_NORMALIZER, ORDER_PROJECTION } from '../../intake/order-normalizer.js';
 import { foldOrderHistory, ORDER_IMPORT, ORDER_SNAPSHOT, type NormalizedOrder } from '../../intake/order-state.js';
 import { sameJson } from '../../processing/state-writes.js';
-import { toRecordedEvent, type EventRow } from '../../store/event.js';
+import { decodeEvent } from '../../store/decode.js';
+import { EVENT_COLUMNS, toStoredEvent, type EventRow } from '../../store/event.js';
 import { keysetPages, slices } from '../keyset-pages.js';
 import { changedSince, foundSubjects, rememberedSubjects, inSnapshot, type AuditCheck, type CheckContext, type Finding } from '../finding.js';
 
@@ -25,7 +26,7 @@ function ordersSql(s: string) {
       and not exists (select 1 from ${s}.streams st where st.stream_id = '${STREAM_PREFIX}' || p.key) limit 1000`,
     run: `select coalesce(partitions, 8)::int as partitions from ${s}.processor_runs where run_id = $1`,
     checkpoints: `select partition, tx_order, position from ${s}.processor_checkpoints where run_id = $1`,
-    events: `select position, tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at,
+    events: `select ${EVENT_COLUMNS},
         mod(hashtext(stream_id)::bigint + 2147483648, $2)::int as partition
       from ${s}.events where stream_id = any($1::text[]) order by stream_id, stream_version`,
     rows: `select key, doc, event_id from ${s}.projections where projection = '${ORDER_PROJECTION}' and key = any($1::text[])`,
@@ -82,7 +83,7 @@ async function examineChunk(tx: Queryable, sql: Sql, streamIds: string[]): Promi
     const through = handledThrough(history, row?.event_id ?? null, checkpoints, parked.get(streamId));
     if (through === 0) continue;
     const colon = key.indexOf(':');
-    const folded = foldOrderHistory(key.slice(0, colon), key.slice(colon + 1), history.slice(0, through).map(toRecordedEvent));
+    const folded = foldOrderHistory(key.slice(0, colon), key.slice(colon + 1), history.slice(0, through).map((event) => decodeEvent(toStoredEvent(event), undefined)));
     // As stored: through JSON, as the normalizer's upsert sends it.
     const expected = JSON.parse(JSON.stringify(folded)) as NormalizedOrder;
     if (!row) {

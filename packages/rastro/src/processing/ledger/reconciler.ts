@@ -120,7 +120,7 @@ export class Reconciler {
   private readonly concurrency: number;
   private readonly leaseMs: number;
 
-  constructor(store: EventStore, options: ReconcilerOptions) {
+  constructor(store: EventStore<any>, options: ReconcilerOptions) {
     if (typeof options?.types !== 'object' || options.types === null) throw new ValidationError('types', 'must map effect types to their reconcile definitions');
     this.db = store.db;
     this.sql = reconcileSql(quoteSchema(store.schema));
@@ -248,7 +248,7 @@ export class Reconciler {
  * ```
  */
 export async function reconcileEffects(
-  store: EventStore,
+  store: EventStore<any>,
   options: ReconcilerOptions & { once?: boolean; onPass?: (report: ReconcileReport) => void },
 ): Promise<ReconcileReport> {
   const reconciler = new Reconciler(store, options);
@@ -279,7 +279,7 @@ export interface ReconcileLoop {
  * A failed pass is reported to `onError` and retried after a growing backoff.
  */
 export async function startReconcileLoop(
-  store: EventStore,
+  store: EventStore<any>,
   options: ReconcilerOptions & { intervalMs?: number; onError?: (err: unknown) => void; onPass?: (report: ReconcileReport) => void },
 ): Promise<ReconcileLoop> {
   const reconciler = new Reconciler(store, options);
