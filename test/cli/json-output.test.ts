@@ -101,7 +101,7 @@ describe.each(targets)('listing commands with --json, and progress when piped, o
     await rastro(['replay', 'picky', '--processors', FIXTURE, '--run-id', 'picky-1']);
     const parked = (await json(['parked', 'list', '--json'])) as { eventId: string; runId: string; streamId: string; error: string }[];
     expect(parked).toMatchObject([{ runId: 'picky-1', streamId: 'order-bad', error: expect.stringContaining('cannot handle order bad') }]);
-    expect(await json(['parked', 'list', '--run-id', 'other', '--json'])).toEqual([]);
+    expect(await json(['parked', 'list', '--run-id', 'real-1', '--json'])).toEqual([]);
 
     expect(await json(['outbox', 'status', '--json'])).toEqual([]);
     expect(await json(['outbox', 'parked', 'list', '--json'])).toEqual([]);

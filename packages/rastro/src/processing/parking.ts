@@ -46,12 +46,26 @@ export function parkedEvents(store: EventStore) {
   const db = store.db;
 
   /**
+   * Refuses a run id no run has: listing or acting on it could only find nothing, which would
+   * read as "nothing is parked". A live run's id is `live:<processor>`, never a bare `live`.
+   */
+  async function assertRunExists(runId: string): Promise<void> {
+    const { rows } = await db.query<{ run_id: string; mode: string }>(sql.runIdsFor, [runId]);
+    if (rows.some((row) => row.run_id === runId)) return;
+    const live = rows.filter((row) => row.mode === 'live').map((row) => row.run_id);
+    throw new ValidationError('runId', `no run ${JSON.stringify(runId)}: a live run's id is live:<processor>${live.length ? ` (here: ${live.join(', ')})` : ''}, a relay's relay:<name>, a replay's the id it was started with`);
+  }
+
+  /**
    * The one entry an action addresses: the event's entry in `runId`, or its only entry. An event
    * parked in several runs (the live run, a replay fixing it) needs its run named.
    */
   async function find(eventId: string, runId?: string): Promise<{ processor: string; run_id: string; stream_id: string }> {
     const { rows } = await db.query<{ processor: string; run_id: string; stream_id: string }>(sql.parkedEvent, [eventId, runId ?? null]);
-    if (!rows[0]) throw new ValidationError('eventId', `no parked event ${eventId}${runId === undefined ? '' : ` in run ${runId}`}`);
+    if (!rows[0]) {
+      if (runId !== undefined) await assertRunExists(runId);
+      throw new ValidationError('eventId', `no parked event ${eventId}${runId === undefined ? '' : ` in run ${runId}`}`);
+    }
     if (rows.length > 1) throw new AmbiguousParkedEventError(eventId, rows.map((row) => row.run_id));
     return rows[0];
   }
@@ -91,7 +105,12 @@ export function parkedEvents(store: EventStore) {
   }
 
   return {
+    /**
+     * Parked entries, of run `runId` only when given. A `runId` no run has is refused with a
+     * {@link ValidationError} naming `runId`, rather than answered with an empty list.
+     */
     async list(options: { runId?: string; limit?: number } = {}): Promise<ParkedEvent[]> {
+      if (options.runId !== undefined) await assertRunExists(options.runId);
       const { rows } = await db.query<ParkedRow>(sql.listParked, [options.runId ?? null, options.limit ?? 1000]);
       return rows.map((row) => ({
         processor: row.processor, runId: row.run_id, eventId: row.event_id, streamId: row.stream_id,

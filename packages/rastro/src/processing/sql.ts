@@ -414,6 +414,8 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
     /** The parked entries of event $1 in processor runs (relays' parked messages apart), of run $2 only unless null. */
     parkedEvent: `select p.processor, p.run_id, p.stream_id from ${s}.parked_events p left join ${s}.processor_runs r on r.run_id = p.run_id
       where p.event_id = $1 and ($2::text is null or p.run_id = $2) and r.mode is distinct from 'relay' order by p.run_id`,
+    /** Run $1, if it exists, and the live runs: what a run id given to look up parked events may be. */
+    runIdsFor: `select run_id, mode from ${s}.processor_runs where run_id = $1 or mode = 'live' order by run_id`,
     /** Parked rows per processor, apart for relays (parked messages) and processors (parked events). */
     parkedCounts: `select p.processor, coalesce(r.mode = 'relay', false) as relay, count(*)::bigint as n from ${s}.parked_events p
       left join ${s}.processor_runs r on r.run_id = p.run_id group by 1, 2 order by 1`,
