@@ -8,6 +8,7 @@ import { startSellerNotifier, type SellerNotifier } from '../../packages/server/
 import { migrate } from '../../packages/rastro/src/db/migrate.js';
 import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
 import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
+import { createServices } from '../../packages/server/src/server.js';
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, '../../packages/server/dist/cli/main.js');
@@ -103,6 +104,37 @@ describe('the processing commands on the embedded database', () => {
     expect(skipped.stdout).toContain('run picky-2: 0 handled, 0 still parked');
     expect((await rastro(['parked', 'list'])).stdout).toContain('no parked events');
     expect((await rastro(['sweep'])).stdout).toContain('abandoned reservations: 0 moved to uncertain');
+  });
+
+  it('retries an alert the order normalizer parked in live:orders, as serve would', async () => {
+    // Without an alert destination (serve's default) the normalizer's live run parks the alert.
+    const db = await openDatabase({ url: join(dataDir, 'pg') });
+    try {
+      const { orders } = createServices(db, { schema: 'rastro', snapshotEvery: 100, idempotencyTtlSeconds: 86_400 });
+      const snapshot = (status: string, lastUpdate: string) => orders.intake.record('pied', 'webhook', { orderId: '7', status, lastUpdate }, { capturedAt: new Date(lastUpdate) });
+      await snapshot('received', '2026-09-08T10:00:00.100Z');
+      await orders.normalizeRound();
+      await orders.intake.recordImport({ source: 'pied', orderId: '7', outcome: 'confirmed' }, { at: new Date('2026-09-08T10:05:00Z') });
+      await orders.normalizeRound();
+      await snapshot('cancelled', '2026-09-08T11:00:00.250Z');
+      await orders.normalizeRound();
+    } finally {
+      await db.close();
+    }
+    const list = await rastro(['parked', 'list', '--run-id', 'live:orders']);
+    expect(list.stdout).toContain('no alert destination: set RASTRO_ORDER_ALERT_URL');
+    const eventId = /^(\S+)\s+live:orders\s/m.exec(list.stdout)?.[1];
+    expect(eventId).toBeDefined();
+    const retried = await rastro(['parked', 'retry', eventId!, '--run-id', 'live:orders']);
+    expect(retried.stdout).toContain('ALERT order pied:7 cancelled after import at 2026-09-08T11:00:00.250Z');
+    expect(retried.stdout).toContain('run live:orders: 1 handled, 0 still parked');
+    expect((await rastro(['parked', 'list'])).stdout).toContain('no parked events');
+  });
+
+  it('refuses to list the parked events of a run id no run has, such as a bare live, naming the live runs', async () => {
+    const err = await rastro(['parked', 'list', '--run-id', 'live']).catch((e: { stderr: string; code: number }) => e);
+    expect(err).toMatchObject({ code: 1 });
+    expect((err as { stderr: string }).stderr).toContain(`runId: no run "live": a live run's id is live:<processor> (here: live:orders), a relay's relay:<name>, a replay's the id it was started with [RASTRO_VALIDATION]`);
   });
 
   it('loads processors from rastro.config.mjs in the working directory', async () => {

@@ -7,7 +7,8 @@ import { parkedEvents } from 'rastro/internal/processing/parking.js';
 import { validatePolicy, type EffectPolicy } from 'rastro/internal/processing/policy.js';
 import { runReplay } from 'rastro/internal/processing/replay-runner.js';
 import { runDiff, simulateFailures } from 'rastro/internal/processing/run-diff.js';
-import { findProcessor } from '../operations/load-processors.js';
+import { findProcessor, processorNamed } from '../operations/load-processors.js';
+import { serveProcessors } from '../operations/serve-processors.js';
 import { group } from './command-tree.js';
 import { choiceOption, isoDate, jsonOption, limitOption, processorsOption, wholeNumber } from './options.js';
 import { csv } from '../operations/csv.js';
@@ -97,11 +98,12 @@ async function listParked(options: { runId?: string; limit: number; json?: boole
 }
 
 // An event parked in several runs (the live run, a replay fixing it) is refused without --run-id.
+// The processors are serve's, so an entry serve can retry (the order normalizer's) can be retried here.
 const unpark = (action: 'retry' | 'skip') => async (eventId: string, options: { processors?: string; runId?: string }) => {
-  await withStore(async (store) => {
-    const parked = parkedEvents(store);
+  await withServices(async (services) => {
+    const parked = parkedEvents(services.store);
     const entry = await parked.entry(eventId, { runId: options.runId });
-    const processor = await findProcessor(entry.processor, options.processors);
+    const processor = processorNamed(await serveProcessors(services, options.processors), entry.processor);
     const target = { runId: entry.runId };
     const result = action === 'retry' ? await parked.retry(processor, eventId, target) : await parked.skip(processor, eventId, target);
     console.log(`run ${entry.runId}: ${result.handled} handled, ${result.stillParked} still parked in stream ${entry.streamId}`);
