@@ -8,6 +8,7 @@ export {
   TransactionIdsRewoundError,
   DatabaseError,
   DatabaseUnavailableError,
+  SchemaNotMigratedError,
   ClosedError,
   RunInProgressError,
   AmbiguousParkedEventError,
