@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { commissionProcessor } from '../../packages/server/src/demo/commission.js';
+import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { runLiveRound } from '../../packages/rastro/src/processing/live-round.js';
 import { migrate } from '../../packages/rastro/src/db/migrate.js';
 import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
 import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
@@ -178,5 +180,31 @@ describe('the processing commands on the embedded database', () => {
     const unknown = await rastro(['replay', 'nope']).catch((e: { stderr: string; code: number }) => e);
     expect(unknown).toMatchObject({ code: 1 });
     expect((unknown as { stderr: string }).stderr).toContain('unknown processor "nope"');
+  });
+
+  it("lists a live run's parked event as settled once a replay sent its effect, and a retry sends nothing again and says so", async () => {
+    // The live run's notification fails (503), is released, and its event parked.
+    const db = await openDatabase({ url: join(dataDir, 'pg') });
+    try {
+      const store = createEventStore(db);
+      await store.append('order-e', [{ type: 'order.paid', data: { orderId: 'e', amountCents: 20_000, percent: 5 }, occurredAt: new Date('2026-10-16T10:00:00Z') }]);
+      seller.behaviour.failNext = { when: 'before-send', count: 1 };
+      await runLiveRound(commissionProcessor(sellerNotifierClient(seller.url)), { store, policy: { 'notify-seller': { mode: 'apply', onFailure: 'release' } } });
+    } finally {
+      await db.close();
+    }
+    const parked = await rastro(['parked', 'list', '--run-id', 'live:commissions']);
+    const eventId = /^(\S+)\s+live:commissions\s+order-e\s+failed\s+Error: notifier answered 503$/m.exec(parked.stdout)?.[1];
+    expect(eventId, parked.stdout).toBeDefined();
+
+    await rastro(['replay', 'commissions', '--from', '2026-10-16T00:00:00Z', '--to', '2026-10-17T00:00:00Z', '--run-id', 'fix-e', '--policy', policyFile]);
+    expect(seller.sent.filter((n) => n.orderId === 'e')).toHaveLength(1);
+    const settled = await rastro(['parked', 'list', '--run-id', 'live:commissions']);
+    expect(settled.stdout).toMatch(new RegExp(`^${eventId}\\s+live:commissions\\s+order-e\\s+failed\\s+settled: notify-seller done by run fix-e\\s+Error: notifier answered 503$`, 'm'));
+
+    const retried = await rastro(['parked', 'retry', eventId!, '--run-id', 'live:commissions']);
+    expect(retried.stdout).toBe(`run live:commissions: 1 handled, 0 still parked in stream order-e\nalready done, not sent again: notify-seller of event ${eventId} (done by run fix-e)\n`);
+    expect(seller.sent.filter((n) => n.orderId === 'e')).toHaveLength(1);
+    expect((await rastro(['parked', 'list'])).stdout).toContain('no parked events');
   });
 });
