@@ -4,10 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { commissionProcessor } from '../../packages/server/src/demo/commission.js';
+import { sellerNotifierClient, startSellerNotifier, type SellerNotifier } from '../../packages/server/src/demo/seller-notifier.js';
+import { runLiveRound } from '../../packages/rastro/src/processing/live-round.js';
 import { migrate } from '../../packages/rastro/src/db/migrate.js';
 import { openDatabase } from '../../packages/rastro/src/db/open-database.js';
 import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
+import { createServices } from '../../packages/server/src/server.js';
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, '../../packages/server/dist/cli/main.js');
@@ -105,6 +108,37 @@ describe('the processing commands on the embedded database', () => {
     expect((await rastro(['sweep'])).stdout).toContain('abandoned reservations: 0 moved to uncertain');
   });
 
+  it('retries an alert the order normalizer parked in live:orders, as serve would', async () => {
+    // Without an alert destination (serve's default) the normalizer's live run parks the alert.
+    const db = await openDatabase({ url: join(dataDir, 'pg') });
+    try {
+      const { orders } = createServices(db, { schema: 'rastro', snapshotEvery: 100, idempotencyTtlSeconds: 86_400 });
+      const snapshot = (status: string, lastUpdate: string) => orders.intake.record('pied', 'webhook', { orderId: '7', status, lastUpdate }, { capturedAt: new Date(lastUpdate) });
+      await snapshot('received', '2026-09-08T10:00:00.100Z');
+      await orders.normalizeRound();
+      await orders.intake.recordImport({ source: 'pied', orderId: '7', outcome: 'confirmed' }, { at: new Date('2026-09-08T10:05:00Z') });
+      await orders.normalizeRound();
+      await snapshot('cancelled', '2026-09-08T11:00:00.250Z');
+      await orders.normalizeRound();
+    } finally {
+      await db.close();
+    }
+    const list = await rastro(['parked', 'list', '--run-id', 'live:orders']);
+    expect(list.stdout).toContain('no alert destination: set RASTRO_ORDER_ALERT_URL');
+    const eventId = /^(\S+)\s+live:orders\s/m.exec(list.stdout)?.[1];
+    expect(eventId).toBeDefined();
+    const retried = await rastro(['parked', 'retry', eventId!, '--run-id', 'live:orders']);
+    expect(retried.stdout).toContain('ALERT order pied:7 cancelled after import at 2026-09-08T11:00:00.250Z');
+    expect(retried.stdout).toContain('run live:orders: 1 handled, 0 still parked');
+    expect((await rastro(['parked', 'list'])).stdout).toContain('no parked events');
+  });
+
+  it('refuses to list the parked events of a run id no run has, such as a bare live, naming the live runs', async () => {
+    const err = await rastro(['parked', 'list', '--run-id', 'live']).catch((e: { stderr: string; code: number }) => e);
+    expect(err).toMatchObject({ code: 1 });
+    expect((err as { stderr: string }).stderr).toContain(`runId: no run "live": a live run's id is live:<processor> (here: live:orders), a relay's relay:<name>, a replay's the id it was started with [RASTRO_VALIDATION]`);
+  });
+
   it('loads processors from rastro.config.mjs in the working directory', async () => {
     const project = await mkdtemp(join(tmpdir(), 'rastro-project-'));
     await writeFile(
@@ -146,5 +180,31 @@ describe('the processing commands on the embedded database', () => {
     const unknown = await rastro(['replay', 'nope']).catch((e: { stderr: string; code: number }) => e);
     expect(unknown).toMatchObject({ code: 1 });
     expect((unknown as { stderr: string }).stderr).toContain('unknown processor "nope"');
+  });
+
+  it("lists a live run's parked event as settled once a replay sent its effect, and a retry sends nothing again and says so", async () => {
+    // The live run's notification fails (503), is released, and its event parked.
+    const db = await openDatabase({ url: join(dataDir, 'pg') });
+    try {
+      const store = createEventStore(db);
+      await store.append('order-e', [{ type: 'order.paid', data: { orderId: 'e', amountCents: 20_000, percent: 5 }, occurredAt: new Date('2026-10-16T10:00:00Z') }]);
+      seller.behaviour.failNext = { when: 'before-send', count: 1 };
+      await runLiveRound(commissionProcessor(sellerNotifierClient(seller.url)), { store, policy: { 'notify-seller': { mode: 'apply', onFailure: 'release' } } });
+    } finally {
+      await db.close();
+    }
+    const parked = await rastro(['parked', 'list', '--run-id', 'live:commissions']);
+    const eventId = /^(\S+)\s+live:commissions\s+order-e\s+failed\s+Error: notifier answered 503$/m.exec(parked.stdout)?.[1];
+    expect(eventId, parked.stdout).toBeDefined();
+
+    await rastro(['replay', 'commissions', '--from', '2026-10-16T00:00:00Z', '--to', '2026-10-17T00:00:00Z', '--run-id', 'fix-e', '--policy', policyFile]);
+    expect(seller.sent.filter((n) => n.orderId === 'e')).toHaveLength(1);
+    const settled = await rastro(['parked', 'list', '--run-id', 'live:commissions']);
+    expect(settled.stdout).toMatch(new RegExp(`^${eventId}\\s+live:commissions\\s+order-e\\s+failed\\s+settled: notify-seller done by run fix-e\\s+Error: notifier answered 503$`, 'm'));
+
+    const retried = await rastro(['parked', 'retry', eventId!, '--run-id', 'live:commissions']);
+    expect(retried.stdout).toBe(`run live:commissions: 1 handled, 0 still parked in stream order-e\nalready done, not sent again: notify-seller of event ${eventId} (done by run fix-e)\n`);
+    expect(seller.sent.filter((n) => n.orderId === 'e')).toHaveLength(1);
+    expect((await rastro(['parked', 'list'])).stdout).toContain('no parked events');
   });
 });

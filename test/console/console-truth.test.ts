@@ -108,6 +108,33 @@ describe.skipIf(!hasChromium)('the console shows what the database holds, in hea
     expect(await ops.count(`select count(*)::int as n from S.replay_diffs where run_id = $1 and before = 'null'::jsonb`, [SIMULATE_RUN])).toBe(added.length);
   });
 
+  it("marks a parked event settled once a replay did its effect, and its Retry says nothing was sent again", async () => {
+    const { page } = browser;
+    const url = ops.server.url;
+    // The fixed handler, replayed for real: tip-5 and tip-7, parked live, are handled and notified.
+    const { processor, policy } = await tips();
+    process.env.TIPS_FIXED = '1';
+    try {
+      await runReplay(processor, { store: ops.server.store, runId: 'console-fix', policy });
+      const parkedTips = await reviewParkedRows(page, url);
+      expect(parkedTips).toHaveLength(2);
+      for (const eventId of parkedTips) {
+        const effects = page.locator(`tr[data-parked-event="${eventId}"][data-parked-run="live:tips"] td[data-label="Effects"]`);
+        expect(await effects.textContent()).toBe('settled notify done by run console-fix');
+        expect(await effects.locator('.badge').getAttribute('class')).toContain('tone-ok');
+      }
+      const row = page.locator(`tr[data-parked-event="${parkedTips[0]}"]`);
+      await row.getByRole('button', { name: 'Retry' }).click();
+      await page.getByRole('dialog', { name: 'Retry parked event' }).getByRole('button', { name: 'Retry' }).click();
+      await expect.poll(() => page.locator('#review-result').textContent())
+        .toBe(`Retried event ${parkedTips[0]} in run live:tips: 1 handled, 0 still parked; already done, not sent again: notify (by run console-fix)`);
+      expect(await ops.count(`select count(*)::int as n from S.effects where event_id = $1 and state = 'done' and run_id = 'console-fix'`, [parkedTips[0]])).toBe(1);
+      await expect.poll(() => page.locator('tr[data-parked-event]').count()).toBe(1);
+    } finally {
+      delete process.env.TIPS_FIXED;
+    }
+  });
+
   it.skipIf(!DATABASE_URL)('shows a live run whose runner was SIGKILLed as dead, since its last sign of life', async () => {
     const { page } = browser;
     const seller = await startSellerNotifier({ deduplicates: true });

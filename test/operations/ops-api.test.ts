@@ -90,9 +90,9 @@ describe.each(backends())('operations API on $name', (backend) => {
     expect((await post(ops.app, `/ops/parked-events/00000000-0000-4000-8000-000000000000/skip`, {})).statusCode).toBe(404);
 
     const failing = await post(ops.app, url, {});
-    expect(failing.json()).toEqual({ action: 'retry', runId: 'live:tips', handled: 0, stillParked: 1 });
+    expect(failing.json()).toEqual({ action: 'retry', runId: 'live:tips', handled: 0, stillParked: 1, alreadyDone: [] });
     ops.world.fixed = true;
-    expect((await post(ops.app, url, {})).json()).toEqual({ action: 'retry', runId: 'live:tips', handled: 1, stillParked: 0 });
+    expect((await post(ops.app, url, {})).json()).toEqual({ action: 'retry', runId: 'live:tips', handled: 1, stillParked: 0, alreadyDone: [] });
     expect((await ops.app.inject({ url: '/ops/parked-events' })).json().parked).toEqual([]);
     const row = await ops.db.query<{ doc: { cents: number } }>(`select doc from "${ops.schema}".projections where projection = 'tip' and key = 'tip-5'`);
     expect(row.rows[0]?.doc).toEqual({ cents: 500 });
@@ -116,14 +116,14 @@ describe.each(backends())('operations API on $name', (backend) => {
 
     // The same call three times acts on the same entry: once, then there is nothing left to act on.
     const url = `/ops/parked-events/${encodeURIComponent('tips-again')}/${eventId}/skip`;
-    expect((await post(ops.app, url, {})).json()).toEqual({ action: 'skip', runId: 'tips-again', handled: 0, stillParked: 0 });
+    expect((await post(ops.app, url, {})).json()).toEqual({ action: 'skip', runId: 'tips-again', handled: 0, stillParked: 0, alreadyDone: [] });
     for (let i = 0; i < 2; i++) expect((await post(ops.app, url, {})).json()).toMatchObject({ status: 404, code: 'RASTRO_NOT_FOUND' });
     expect(await rows()).toEqual(['live:tips']);
     expect((await post(ops.app, `/ops/parked-events/bad%20run/${eventId}/retry`, {})).json()).toMatchObject({ status: 400, field: 'runId' });
 
     // Parked in one run only, the event id alone names it.
     ops.world.fixed = true;
-    expect((await post(ops.app, `/ops/parked-events/${eventId}/retry`, {})).json()).toEqual({ action: 'retry', runId: 'live:tips', handled: 1, stillParked: 0 });
+    expect((await post(ops.app, `/ops/parked-events/${eventId}/retry`, {})).json()).toEqual({ action: 'retry', runId: 'live:tips', handled: 1, stillParked: 0, alreadyDone: [] });
     expect(await rows()).toEqual([]);
   });
 

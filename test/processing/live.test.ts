@@ -76,7 +76,7 @@ describe.each(backends())('live runs on $name', (backend) => {
     expect(list[0]!.error).toContain('cannot handle this order');
 
     failFor = 'nothing';
-    expect(await parked.retry(processor, list[0]!.eventId)).toEqual({ handled: 2, stillParked: 0 });
+    expect(await parked.retry(processor, list[0]!.eventId)).toEqual({ handled: 2, stillParked: 0, alreadyDone: [] });
     expect(handled).toEqual(['good@1', 'bad@1', 'bad-later@2']);
     expect(await parked.list()).toEqual([]);
   });
@@ -97,7 +97,7 @@ describe.each(backends())('live runs on $name', (backend) => {
     await runReplay(processor, { store, runId: 'skip-run', policy: {} });
     const parked = parkedEvents(store);
     const [poison] = await parked.list({ runId: 'skip-run' });
-    expect(await parked.skip(processor, poison!.eventId)).toEqual({ handled: 1, stillParked: 0 });
+    expect(await parked.skip(processor, poison!.eventId)).toEqual({ handled: 1, stillParked: 0, alreadyDone: [] });
     expect(handled).toEqual(['after']);
   });
 

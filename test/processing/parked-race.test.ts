@@ -50,7 +50,7 @@ describe.each(backends())('a parked retry racing a live runner on $name', (backe
       await reached;
       // The retry handles the parked event and finds nothing else parked yet.
       broken = false;
-      expect(await parked.retry(processor, first!.eventId)).toEqual({ handled: 1, stillParked: 0 });
+      expect(await parked.retry(processor, first!.eventId)).toEqual({ handled: 1, stillParked: 0, alreadyDone: [] });
       releaseSlow();
 
       await eventually(() => handled.includes('order-s@2'), 'the new event of the retried stream handled, not left parked');

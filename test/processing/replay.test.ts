@@ -135,7 +135,7 @@ describe.each(backends())('replay on $name', (backend) => {
     const parked = parkedEvents(store);
     const [event] = await parked.list({ runId: 'rel' });
     expect(event).toMatchObject({ reason: 'failed', error: expect.stringContaining('503') });
-    expect(await parked.retry(processor, event!.eventId)).toEqual({ handled: 1, stillParked: 0 });
+    expect(await parked.retry(processor, event!.eventId)).toEqual({ handled: 1, stillParked: 0, alreadyDone: [] });
     expect(files.notifier().sent).toHaveLength(2);
     expect(await parked.list({ runId: 'rel' })).toEqual([]);
   });

@@ -103,6 +103,19 @@ export class DatabaseError extends RastroError {
 }
 
 /**
+ * A statement used one of rastro's tables in a schema that does not have it: the schema was
+ * never migrated (or not fully). Keeps SQLSTATE `42P01` (undefined_table); `schema` names it.
+ */
+export class SchemaNotMigratedError extends DatabaseError {
+  readonly schema: string;
+
+  constructor(message: string, schema: string) {
+    super(`${message}: schema ${schema} does not have rastro's tables; migrate it first (\`rastro migrate\`, or \`migrate(db, { schema: '${schema}' })\` in the library)`, '42P01', undefined, 'RASTRO_NOT_MIGRATED');
+    this.schema = schema;
+  }
+}
+
+/**
  * The database cannot be reached: the connection was refused, reset or timed out, the server is
  * shutting down or starting, or it has no connection slot left. Nothing is wrong with the
  * request: the same request may succeed once the database is back.

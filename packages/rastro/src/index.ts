@@ -8,6 +8,7 @@ export {
   TransactionIdsRewoundError,
   DatabaseError,
   DatabaseUnavailableError,
+  SchemaNotMigratedError,
   ClosedError,
   RunInProgressError,
   AmbiguousParkedEventError,
@@ -76,7 +77,8 @@ export { createCharges, validateChargeRequest, CHARGE_STATUSES, type Charge, typ
 export { acquirerClient, CaptureDeclinedError, type Acquirer, type Capture, type CaptureLookup, type CaptureRequest } from './charges/acquirer.js';
 export { startAcquirerFake, type AcquirerFake, type AcquirerFakeOptions, type CaptureFault } from './charges/acquirer-fake.js';
 export { ChargeNotFoundError, IdempotencyKeyRequiredError, AuditFindingsError } from './errors.js';
-export { parkedEvents, type ParkedEvent } from './processing/parking.js';
+export { parkedEvents, type ParkedEvent, type ParkedRetryResult } from './processing/parking.js';
+export type { ParkedEventEffect, AlreadyDoneEffect } from './processing/parked-effects.js';
 export { runDiff, type DiffRow } from './processing/run-diff.js';
 export { createOutbox, outboxChannel, type Outbox, type OutboxMessage } from './outbox/outbox.js';
 export { runRelay, type Relay, type RelayOptions } from './outbox/relay.js';

@@ -31,6 +31,16 @@ function effectsTable(effects, reload) {
         e.eventId ? h('button', { type: 'button', onclick: (ev) => resolve(e, 'retry', ev.currentTarget) }, 'Release for retry') : null))))));
 }
 
+// A parked event's effects as the ledger holds them, made by any run of its processor: "settled: notify done by
+// run fix-1" once all are done, so a retry sends nothing again and only unparks it.
+function ledgerEffects(row) {
+  if (row.effects.length === 0) return '—';
+  const each = row.effects.map((e) => `${e.effectType} ${e.state} ${e.state === 'done' ? 'by' : 'in'} run ${e.runId}`).join(', ');
+  return row.settled ? [badge('settled'), ` ${each}`] : each;
+}
+
+const alreadyDone = (r) => (r.alreadyDone?.length ? `; already done, not sent again: ${r.alreadyDone.map((e) => `${e.effectType} (by run ${e.runId})`).join(', ')}` : '');
+
 function parkedTable(rows, kind, reload) {
   if (rows.length === 0) return h('p', { class: 'empty' }, kind === 'event' ? 'No parked events.' : 'No parked outbox messages.');
   const idOf = (row) => (kind === 'event' ? row.eventId : row.messageId);
@@ -44,15 +54,15 @@ function parkedTable(rows, kind, reload) {
     destructive: action === 'skip',
     // An event is parked once per run (the live run, a replay fixing it): the action names both.
     request: () => api(kind === 'event' ? `/ops/parked-events/${encodeURIComponent(row.runId)}/${idOf(row)}/${action}` : `/ops/outbox/parked/${idOf(row)}/${action}`, { method: 'POST', body: {} }),
-    describe: (r) => `${action === 'retry' ? 'Retried' : 'Skipped'} ${kind} ${idOf(row)}${kind === 'event' ? ` in run ${r.runId}` : ''}: ${r.handled ?? r.published} ${kind === 'event' ? 'handled' : 'published'}, ${r.stillParked} still parked`,
+    describe: (r) => `${action === 'retry' ? 'Retried' : 'Skipped'} ${kind} ${idOf(row)}${kind === 'event' ? ` in run ${r.runId}` : ''}: ${r.handled ?? r.published} ${kind === 'event' ? 'handled' : 'published'}, ${r.stillParked} still parked${kind === 'event' ? alreadyDone(r) : ''}`,
   });
-  const headings = kind === 'event' ? ['Processor', 'Run', 'Stream', 'Id', 'Reason', 'Error', 'Since', 'Actions'] : ['Relay', 'Aggregate', 'Id', 'Reason', 'Error', 'Since', 'Actions'];
+  const headings = kind === 'event' ? ['Processor', 'Run', 'Stream', 'Id', 'Reason', 'Effects', 'Error', 'Since', 'Actions'] : ['Relay', 'Aggregate', 'Id', 'Reason', 'Error', 'Since', 'Actions'];
   return h('table', {},
     h('thead', {}, h('tr', {}, headings.map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, rows.map((row) => h('tr', kind === 'event' ? { 'data-parked-event': row.eventId, 'data-parked-run': row.runId } : { 'data-parked-message': row.messageId },
       h('td', {}, row.processor ?? row.relay), kind === 'event' ? h('td', {}, h('code', {}, row.runId)) : null,
       h('td', {}, h('code', {}, row.streamId ?? row.aggregateKey)), h('td', {}, h('code', {}, idOf(row))),
-      h('td', {}, badge(row.reason)), h('td', {}, row.error ?? '—'), h('td', {}, since(row.parkedAt)),
+      h('td', {}, badge(row.reason)), kind === 'event' ? h('td', {}, ledgerEffects(row)) : null, h('td', {}, row.error ?? '—'), h('td', {}, since(row.parkedAt)),
       h('td', {}, h('div', { class: 'row-actions' },
         h('button', { type: 'button', onclick: (ev) => run(row, 'retry', ev.currentTarget) }, 'Retry'),
         h('button', { type: 'button', class: 'danger', onclick: (ev) => run(row, 'skip', ev.currentTarget) }, 'Skip')))))));

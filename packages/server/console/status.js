@@ -4,7 +4,7 @@ import { h } from './dom.js';
 
 const TONE_OF = {
   // Settled as it should be.
-  done: 'ok', captured: 'ok', completed: 'ok', published: 'ok',
+  done: 'ok', captured: 'ok', completed: 'ok', published: 'ok', settled: 'ok',
   // Settled badly, or gone.
   failed: 'bad', dead: 'bad',
   // Not settled yet: the system is still finding out, or waits behind something.

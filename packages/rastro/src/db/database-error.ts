@@ -1,4 +1,4 @@
-import { DatabaseError, DatabaseUnavailableError, RastroError } from '../errors.js';
+import { DatabaseError, DatabaseUnavailableError, RastroError, SchemaNotMigratedError } from '../errors.js';
 
 interface DriverError {
   message?: unknown;
@@ -41,6 +41,24 @@ const DRIVER_MESSAGES: [RegExp, string][] = [
   [/^Query read timeout/, 'query read timeout'],
 ];
 
+/** The tables rastro's migrations create (and the migrations table): a missing one means an unmigrated schema. */
+export const RASTRO_TABLES: ReadonlySet<string> = new Set([
+  'migrations', 'streams', 'events', 'store_settings', 'snapshots', 'idempotency_keys', 'projections', 'effects',
+  'processor_runs', 'processor_checkpoints', 'run_counters', 'replay_diffs', 'parked_events', 'processor_runners',
+  'outbox_aggregates', 'outbox', 'outbox_default', 'inbox_dead_letters', 'charges', 'audit_checkpoints', 'audit_runs',
+  'audit_findings', 'simulate_failures',
+]);
+
+/** The server's words for SQLSTATE 42P01 on a schema-qualified table: rastro always qualifies its own. */
+const UNDEFINED_TABLE = /^relation "([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)" does not exist$/;
+
+/** The schema missing one of rastro's tables that an undefined_table error names, if it does. */
+function unmigratedSchema(sqlState: string | undefined, message: string): string | undefined {
+  if (sqlState !== '42P01') return undefined;
+  const match = UNDEFINED_TABLE.exec(message);
+  return match && RASTRO_TABLES.has(match[2]!) ? match[1] : undefined;
+}
+
 function asDriverError(err: unknown): DriverError {
   return (typeof err === 'object' && err !== null ? err : {}) as DriverError;
 }
@@ -80,7 +98,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
  * Turns a driver error into a {@link DatabaseError} that keeps the SQLSTATE and constraint but
  * drops what may hold data: the statement, bound values and the server's DETAIL line. A lost or
  * refused connection becomes a {@link DatabaseUnavailableError}, whose message names the reason
- * but not the host.
+ * but not the host. A missing rastro table becomes a {@link SchemaNotMigratedError}, which says to
+ * migrate.
  */
 export function toDatabaseError(err: unknown): Error {
   if (err instanceof RastroError) return err;
@@ -90,6 +109,8 @@ export function toDatabaseError(err: unknown): Error {
   if (reason !== undefined) return new DatabaseUnavailableError(reason, sqlState);
   const constraint = typeof driver.constraint === 'string' ? driver.constraint : undefined;
   const message = typeof driver.message === 'string' ? driver.message : 'database error';
+  const unmigrated = unmigratedSchema(sqlState, message);
+  if (unmigrated !== undefined) return new SchemaNotMigratedError(message, unmigrated);
   return new DatabaseError(message, typeof driver.code === 'string' ? driver.code : undefined, constraint);
 }
 

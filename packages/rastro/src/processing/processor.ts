@@ -20,7 +20,7 @@ export type UpsertGuard = { version: number } | { observedAt: Date | null };
 
 /** What a handler gets besides its event. `Effect` is the processor's declared effect types. */
 export interface HandlerContext<Effect extends string = string> {
-  /** The run's id: `live:<processor>` for the live run, the replay's id otherwise. */
+  /** `live:<processor name>` for the live run (`live:commissions`), the replay's id otherwise. */
   readonly runId: string;
   readonly mode: 'live' | 'replay';
   /** True when the run only computes what it would do: no state writes, no effects. */

@@ -62,7 +62,7 @@ export async function runDiffPage(
 }
 
 /** An event a simulate run could not handle (failed), or one of its stream waiting behind it: a parked entry's fields, kept apart. */
-export type SimulateFailure = Omit<ParkedEvent, 'parkedAt'> & { at: Date };
+export type SimulateFailure = Omit<ParkedEvent, 'parkedAt' | 'effects' | 'settled'> & { at: Date };
 
 /**
  * What a simulate run could not handle: its own record beside its diff, never parked in the

@@ -414,6 +414,11 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
     /** The parked entries of event $1 in processor runs (relays' parked messages apart), of run $2 only unless null. */
     parkedEvent: `select p.processor, p.run_id, p.stream_id from ${s}.parked_events p left join ${s}.processor_runs r on r.run_id = p.run_id
       where p.event_id = $1 and ($2::text is null or p.run_id = $2) and r.mode is distinct from 'relay' order by p.run_id`,
+    /** Run $1, if it exists, and the live runs: what a run id given to look up parked events may be. */
+    runIdsFor: `select run_id, mode from ${s}.processor_runs where run_id = $1 or mode = 'live' order by run_id`,
+    /** The effect ledger's entries of events $1 made by any run of processor $2 (entries are keyed by event, not run). */
+    effectsOfEvents: `select e.event_id, e.effect_type, e.state, e.run_id from ${s}.effects e join ${s}.processor_runs r on r.run_id = e.run_id
+      where e.event_id = any($1::uuid[]) and r.processor = $2 order by e.event_id, e.effect_type`,
     /** Parked rows per processor, apart for relays (parked messages) and processors (parked events). */
     parkedCounts: `select p.processor, coalesce(r.mode = 'relay', false) as relay, count(*)::bigint as n from ${s}.parked_events p
       left join ${s}.processor_runs r on r.run_id = p.run_id group by 1, 2 order by 1`,

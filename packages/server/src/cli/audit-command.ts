@@ -2,7 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { AUDIT_CHECKS, runAudit, validateCheckNames, type AuditReport } from 'rastro/internal/audit/run-audit.js';
 import { AuditFindingsError } from 'rastro/internal/errors.js';
 import { auditSettings } from '../operations/audit-settings.js';
-import { loadProcessors } from '../operations/load-processors.js';
+import { serveProcessors } from '../operations/serve-processors.js';
 import { isoDate, jsonOption, processorsOption } from './options.js';
 import { printJson, table } from './output.js';
 import { startProgress } from './progress.js';
@@ -40,8 +40,7 @@ function printReport(report: AuditReport): void {
  */
 export async function auditCommand(options: AuditCommandOptions): Promise<void> {
   const report = await withServices(async (services, config) => {
-    const processors = await loadProcessors(options.processors);
-    processors.set(services.orders.normalizer.name, services.orders.normalizer);
+    const processors = await serveProcessors(services, options.processors);
     const progress = startProgress();
     try {
       return await runAudit(services.store, {

@@ -3,11 +3,12 @@ import type { Command } from 'commander';
 import { ValidationError } from 'rastro/internal/errors.js';
 import { EFFECT_STATES, effectLedger, type EffectState } from 'rastro/internal/processing/effect-admin.js';
 import { runLive } from 'rastro/internal/processing/live-runner.js';
-import { parkedEvents } from 'rastro/internal/processing/parking.js';
+import { parkedEvents, type ParkedEvent } from 'rastro/internal/processing/parking.js';
 import { validatePolicy, type EffectPolicy } from 'rastro/internal/processing/policy.js';
 import { runReplay } from 'rastro/internal/processing/replay-runner.js';
 import { runDiff, simulateFailures } from 'rastro/internal/processing/run-diff.js';
-import { findProcessor } from '../operations/load-processors.js';
+import { findProcessor, processorNamed } from '../operations/load-processors.js';
+import { serveProcessors } from '../operations/serve-processors.js';
 import { group } from './command-tree.js';
 import { choiceOption, isoDate, jsonOption, limitOption, processorsOption, wholeNumber } from './options.js';
 import { csv } from '../operations/csv.js';
@@ -91,20 +92,28 @@ async function resolveEffect(key: string, options: { as: 'done' | 'failed' | 're
   console.log({ done: `${key} marked done`, failed: `${key} marked failed: it did not happen and is not retried`, retry: `${key} released: the next run that reaches its event executes it` }[options.as]);
 }
 
+/** A parked entry's effects as the ledger holds them: `settled: notify-seller done by run fix-1` once all are done. */
+function parkedEffects(parked: ParkedEvent): string {
+  const each = parked.effects.map((e) => `${e.effectType} ${e.state} ${e.state === 'done' ? 'by' : 'in'} run ${e.runId}`).join(', ');
+  return parked.settled ? `settled: ${each}` : each;
+}
+
 async function listParked(options: { runId?: string; limit: number; json?: boolean }): Promise<void> {
   const list = await withStore((store) => parkedEvents(store).list({ runId: options.runId, limit: options.limit }));
-  printList(list, options, { empty: 'no parked events', headers: ['event', 'run', 'stream', 'reason', 'error'], row: (p) => [p.eventId, p.runId, p.streamId, p.reason, p.error] });
+  printList(list, options, { empty: 'no parked events', headers: ['event', 'run', 'stream', 'reason', 'effects', 'error'], row: (p) => [p.eventId, p.runId, p.streamId, p.reason, parkedEffects(p), p.error] });
 }
 
 // An event parked in several runs (the live run, a replay fixing it) is refused without --run-id.
+// The processors are serve's, so an entry serve can retry (the order normalizer's) can be retried here.
 const unpark = (action: 'retry' | 'skip') => async (eventId: string, options: { processors?: string; runId?: string }) => {
-  await withStore(async (store) => {
-    const parked = parkedEvents(store);
+  await withServices(async (services) => {
+    const parked = parkedEvents(services.store);
     const entry = await parked.entry(eventId, { runId: options.runId });
-    const processor = await findProcessor(entry.processor, options.processors);
+    const processor = processorNamed(await serveProcessors(services, options.processors), entry.processor);
     const target = { runId: entry.runId };
     const result = action === 'retry' ? await parked.retry(processor, eventId, target) : await parked.skip(processor, eventId, target);
     console.log(`run ${entry.runId}: ${result.handled} handled, ${result.stillParked} still parked in stream ${entry.streamId}`);
+    for (const done of result.alreadyDone) console.log(`already done, not sent again: ${done.effectType} of event ${done.eventId} (done by run ${done.runId})`);
   });
 };
 

@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import type { EffectTypes } from 'rastro/internal/processing/ledger/effect-type.js';
 import { reconcileEffects, startReconcileLoop, type ReconcileReport } from 'rastro/internal/processing/ledger/reconciler.js';
 import type { Services } from '../server.js';
-import { loadProcessors } from '../operations/load-processors.js';
+import { serveProcessors } from '../operations/serve-processors.js';
 import { jsonOption, limitOption, processorsOption, wholeNumber } from './options.js';
 import { table } from './output.js';
 import { withRoleServices, withServices } from './services.js';
@@ -23,7 +23,7 @@ async function askableTypes(services: Services, processorsPath: string | undefin
   const notes: string[] = [];
   if (services.charges.canCreate) Object.assign(types, services.charges.effectTypes);
   else notes.push('charges are not reconciled: no acquirer is configured (RASTRO_ACQUIRER_URL)');
-  for (const processor of (await loadProcessors(processorsPath)).values()) {
+  for (const processor of (await serveProcessors(services, processorsPath)).values()) {
     for (const [name, type] of Object.entries(processor.effects ?? {})) types[name] = type;
   }
   return { types, notes };

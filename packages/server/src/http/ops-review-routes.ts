@@ -38,11 +38,16 @@ const effectSchema = {
     stateSince: { type: 'string', format: 'date-time', description: 'when it entered its state (updatedAt moves at every reconciliation pass)' },
   },
 } as const;
+const ledgerEffect = {
+  effectType: { type: 'string' }, state: effectState, runId: { type: 'string', description: 'the run that made it: this entry\'s, or another of its processor (a replay that handled the event since)' },
+} as const;
 const parkedSchema = {
   type: 'object',
   properties: {
     processor: { type: 'string' }, runId: { type: 'string' }, eventId: { type: 'string' }, streamId: { type: 'string' }, position: { type: 'number' },
     reason: { type: 'string', enum: ['failed', 'waiting'] }, error: nullableString, parkedAt: { type: 'string', format: 'date-time' },
+    effects: { type: 'array', description: "the effect ledger's entries of the event made by any run of its processor (keyed <event id>:<effect type> for every run)", items: { type: 'object', properties: ledgerEffect } },
+    settled: { type: 'boolean', description: 'every effect the ledger holds for the event is done: a retry calls none of them again, it only unparks the event' },
   },
 } as const;
 const parkedMessageSchema = {
@@ -52,7 +57,13 @@ const parkedMessageSchema = {
     reason: { type: 'string', enum: ['failed', 'waiting'] }, error: nullableString, parkedAt: { type: 'string', format: 'date-time' },
   },
 } as const;
-const retryResult = { type: 'object', properties: { action: { type: 'string' }, runId: { type: 'string' }, handled: { type: 'number' }, stillParked: { type: 'number' } } } as const;
+const retryResult = {
+  type: 'object',
+  properties: {
+    action: { type: 'string' }, runId: { type: 'string' }, handled: { type: 'number' }, stillParked: { type: 'number' },
+    alreadyDone: { type: 'array', description: 'effects of the handled events the ledger already held done: not called again', items: { type: 'object', properties: { eventId: { type: 'string' }, ...ledgerEffect } } },
+  },
+} as const;
 const messageResult = { type: 'object', properties: { action: { type: 'string' }, published: { type: 'number' }, stillParked: { type: 'number' } } } as const;
 const uuidParams = (name: string) => ({ type: 'object', properties: { [name]: { type: 'string', pattern: uuidPattern } }, required: [name] }) as const;
 const runEventParams = {

@@ -55,9 +55,14 @@ export async function loadProcessors(path?: string): Promise<Map<string, Process
   return byName;
 }
 
-export async function findProcessor(name: string | undefined, path?: string): Promise<Processor> {
-  const processors = await loadProcessors(path);
+/** The processor `name` of `processors`, or a {@link ConfigError} naming the known ones. */
+export function processorNamed(processors: ReadonlyMap<string, Processor>, name: string | undefined): Processor {
   const processor = name ? processors.get(name) : undefined;
   if (!processor) throw new ConfigError(`unknown processor ${JSON.stringify(name ?? '')}; known: ${[...processors.keys()].join(', ')}`);
   return processor;
+}
+
+/** The processor `name` of those {@link loadProcessors} loads from `path`. */
+export async function findProcessor(name: string | undefined, path?: string): Promise<Processor> {
+  return processorNamed(await loadProcessors(path), name);
 }

@@ -1,6 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Publisher } from 'rastro/internal/brokers/message.js';
-import { loadProcessors } from './load-processors.js';
 import type { RastroConfig } from '../config.js';
 import type { Processor } from 'rastro/internal/processing/processor.js';
 import type { Services } from '../server.js';
@@ -8,15 +7,15 @@ import { auditSettings } from './audit-settings.js';
 import { startAuditSchedule } from './audit-schedule.js';
 import { figureHistory } from './figure-history.js';
 import { readFigures } from './figures.js';
+import { serveProcessors } from './serve-processors.js';
 
 /**
- * What `serve` runs for the operations API and the console: the processors it can replay (from
- * `--processors` / rastro.config.js, the built-in demo one, and the order normalizer) and the
+ * What `serve` runs for the operations API and the console: the processors it can replay and
+ * retry parked events of ({@link serveProcessors}) and the
  * figures sampled every 10 s into an hour of memory.
  */
 export async function startOperations(services: Services, config: Pick<RastroConfig, 'processors'> & Partial<Pick<RastroConfig, 'auditIntervalSeconds' | 'chargeDeadlineSeconds' | 'outboxRetentionDays'>>) {
-  const processors: Map<string, Processor> = await loadProcessors(config.processors);
-  processors.set(services.orders.normalizer.name, services.orders.normalizer);
+  const processors: Map<string, Processor> = await serveProcessors(services, config.processors);
   let log: FastifyBaseLogger | undefined;
   let stopAudits: () => Promise<void> = async () => undefined;
   const history = figureHistory(() => readFigures({ store: services.store, processors, charges: services.charges }), {
