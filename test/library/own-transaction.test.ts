@@ -5,6 +5,9 @@ import knexFactory, { type Knex } from 'knex';
 import { Kysely, PostgresDialect, sql as kyselySql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acquirerClient } from '../../packages/rastro/src/charges/acquirer.js';
+import { startAcquirerFake, type AcquirerFake } from '../../packages/rastro/src/charges/acquirer-fake.js';
+import { createCharges } from '../../packages/rastro/src/charges/charges.js';
 import { fromDrizzle, fromKnex, fromKysely } from '../../packages/rastro/src/db/adapters.js';
 import type { Executor } from '../../packages/rastro/src/db/executor.js';
 import { migrate } from '../../packages/rastro/src/db/migrate.js';
@@ -91,6 +94,7 @@ describe.skipIf(!DATABASE_URL)("rastro's rows in the application's own transacti
   let pool: pg.Pool;
   let store: EventStore;
   let all: Way[];
+  let acquirer: AcquirerFake;
   const outbox = () => createOutbox(store.db, { schema });
   const count = async (table: string, where: string, value: string) =>
     Number((await pool.query(`select count(*) as n from "${schema}".${table} where ${where} = $1`, [value])).rows[0].n);
@@ -102,8 +106,10 @@ describe.skipIf(!DATABASE_URL)("rastro's rows in the application's own transacti
     await pool.query(`create table "${schema}".orders (id text primary key, status text not null)`);
     store = createEventStore(db, { schema });
     all = ways(pool, schema);
+    acquirer = await startAcquirerFake();
   });
   afterAll(async () => {
+    await acquirer?.close();
     for (const way of all ?? []) await way.close();
     await pool?.query(`drop schema if exists "${schema}" cascade`);
     await pool?.end();
@@ -163,6 +169,34 @@ describe.skipIf(!DATABASE_URL)("rastro's rows in the application's own transacti
     });
     expect(await count('orders', 'id', id)).toBe(1);
     expect((await store.readStream(id)).map((e) => e.type)).toEqual(['order.placed', 'order.paid']);
+  });
+
+  it.each(each())('writes a charge with its order through %s, and captures it only once that committed', async (name) => {
+    const way = all.find((w) => w.name === name)!;
+    const charges = createCharges(store, { acquirer: acquirerClient(acquirer.url) });
+    const rolledBack = crypto.randomUUID();
+    let abandoned = '';
+    await expect(way.transaction(async ({ tx, payOrder }) => {
+      await payOrder(`order-${rolledBack}`);
+      abandoned = (await charges.start({ amountCents: 12_500, customerId: 'c-1' }, rolledBack, { tx })).charge.id;
+      throw new Error('the application changed its mind');
+    })).rejects.toThrow('the application changed its mind');
+    // No charge, no ledger entry, no outbox message: nothing for reconciliation to find either.
+    expect(await count('charges', 'idempotency_key', rolledBack)).toBe(0);
+    expect(await count('effects', 'key', `charge:${abandoned}`)).toBe(0);
+    expect(await count('outbox', 'aggregate_id', abandoned)).toBe(0);
+
+    const key = crypto.randomUUID();
+    const started = await way.transaction(async ({ tx, payOrder }) => {
+      await payOrder(`order-${key}`);
+      return charges.start({ amountCents: 12_500, customerId: 'c-1' }, key, { tx });
+    });
+    expect(started.charge).toMatchObject({ status: 'PENDING', amountCents: 12_500 });
+    expect(acquirer.requestsFor.get(key)?.captures ?? 0).toBe(0);
+    expect(await count('effects', 'key', `charge:${started.charge.id}`)).toBe(1);
+    expect(await charges.capture(started.charge.id)).toMatchObject({ status: 'CAPTURED' });
+    expect(await charges.capture(started.charge.id)).toMatchObject({ status: 'CAPTURED' });
+    expect(acquirer.requestsFor.get(key)?.captures).toBe(1);
   });
 
   it("shares the application's pool, parses with rastro's own parsers, and leaves the pool open when closed", async () => {

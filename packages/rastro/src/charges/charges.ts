@@ -1,5 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Queryable } from '../db/database.js';
+import { toQueryable, type Executor } from '../db/executor.js';
+import { instant, int8, json } from '../db/values.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { MAX_AMOUNT } from '../accounts/account.js';
 import { ChargeNotFoundError, ConfigError, IdempotencyKeyReusedError, ValidationError } from '../errors.js';
@@ -103,19 +105,21 @@ function fingerprint(request: Required<ChargeRequest>): string {
 }
 
 function toCharge(row: ChargeRow): Charge {
-  const captureId = row.status === 'CAPTURED' && typeof row.result?.captureId === 'string' ? row.result.captureId : null;
+  // Read through the caller's transaction too, whose driver may parse otherwise (db/values.ts).
+  const result = json<{ captureId?: unknown } | null>(row.result);
+  const captureId = row.status === 'CAPTURED' && typeof result?.captureId === 'string' ? result.captureId : null;
   return {
     id: row.id,
     idempotencyKey: row.idempotency_key,
-    amountCents: Number(row.amount_cents),
+    amountCents: int8(row.amount_cents),
     customerId: row.customer_id,
     currency: row.currency,
     status: row.status,
     captureId,
     reason: row.status === 'CAPTURED' ? null : row.error,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-    statusSince: row.status_since.toISOString(),
+    createdAt: instant(row.created_at).toISOString(),
+    updatedAt: instant(row.updated_at).toISOString(),
+    statusSince: instant(row.status_since).toISOString(),
   };
 }
 
@@ -193,6 +197,29 @@ export function createCharges(store: EventStore<any>, options: ChargeOptions = {
     });
   }
 
+  /**
+   * Calls the acquirer for a PENDING charge and records what it answered. Only the acquirer's
+   * answer decides the outcome; a failure to record it leaves the reservation for
+   * reconciliation, never a guessed "uncertain".
+   */
+  async function captureAndSettle(row: Parameters<typeof capture>[0]): Promise<Charge> {
+    const { id } = row;
+    let made: Capture | undefined;
+    let failure: unknown;
+    try {
+      made = await capture(row);
+    } catch (err) {
+      failure = err;
+    }
+    let settled: Charge | undefined;
+    if (made) settled = await settle(id, 'done', made, null);
+    else if (failure instanceof EffectDeclinedError) settled = await settle(id, 'failed', null, message(failure));
+    // A timeout, a reset, a 5xx: the capture may have happened. PENDING, for reconciliation.
+    else await db.query(sql.ambiguous, [captureKey(id), message(failure)]);
+    // Settled here, the transaction returned the charge; otherwise it is read as it stands.
+    return settled ?? toCharge((await load(db, id))!);
+  }
+
   const effectType: EffectType = {
     settleMs: deadlineMs,
     reviewAfterMs: options.reviewAfterMs ?? 30 * 60_000,
@@ -238,14 +265,20 @@ export function createCharges(store: EventStore<any>, options: ChargeOptions = {
      * Creates a charge under `idempotencyKey`, or returns the one created with it (`replayed`).
      * A retry never captures blindly: a finished charge is returned as it is; a PENDING one is
      * left to reconciliation.
+     *
+     * With `tx`, the application's own transaction, only the intent is written there (the charge
+     * PENDING, its capture reserved, `ChargeStarted` in the outbox): it commits with the
+     * application's rows or not at all, and the acquirer is not called. Call {@link capture}
+     * once the transaction committed; if the process dies first, reconciliation settles the
+     * charge past the deadline by asking the acquirer.
      */
-    async start(input: unknown, idempotencyKey: string): Promise<{ charge: Charge; replayed: boolean }> {
+    async start(input: unknown, idempotencyKey: string, options: { tx?: Executor } = {}): Promise<{ charge: Charge; replayed: boolean }> {
       const key = validateIdempotencyKey(idempotencyKey);
       const request = validateChargeRequest(input);
       if (!acquirer) throw new ConfigError('no acquirer is configured: set RASTRO_ACQUIRER_URL');
       const hash = fingerprint(request);
       const id = randomUUID();
-      const created = await db.transaction(async (tx) => {
+      const intend = async (tx: Queryable): Promise<boolean> => {
         const { rows } = await tx.query(sql.insert, [id, key, hash, request.customerId, request.amountCents, request.currency, captureKey(id)], { prepare: true });
         if (rows.length === 0) return false;
         await outbox.write(tx, {
@@ -255,29 +288,33 @@ export function createCharges(store: EventStore<any>, options: ChargeOptions = {
           payload: { chargeId: id, idempotencyKey: key, amountCents: request.amountCents, currency: request.currency, customerId: request.customerId },
         });
         return true;
-      });
-      if (!created) {
-        const row = (await db.query<ChargeRow>(sql.byKey, [key])).rows[0];
+      };
+      const existing = async (q: Queryable) => {
+        const row = (await q.query<ChargeRow>(sql.byKey, [key])).rows[0];
         if (!row) throw new Error('a charge with this key was neither created nor found');
         if (row.request_hash !== hash) throw new IdempotencyKeyReusedError();
         return { charge: toCharge(row), replayed: true };
+      };
+      if (options.tx !== undefined) {
+        const tx = toQueryable(options.tx);
+        if (!(await intend(tx))) return existing(tx);
+        return { charge: toCharge((await load(tx, id))!), replayed: false };
       }
-      // Only the acquirer's answer decides the outcome; a failure to record it leaves the
-      // reservation for reconciliation, never a guessed "uncertain".
-      let made: Capture | undefined;
-      let failure: unknown;
-      try {
-        made = await capture({ id, idempotency_key: key, amount_cents: request.amountCents, currency: request.currency, customer_id: request.customerId });
-      } catch (err) {
-        failure = err;
-      }
-      let settled: Charge | undefined;
-      if (made) settled = await settle(id, 'done', made, null);
-      else if (failure instanceof EffectDeclinedError) settled = await settle(id, 'failed', null, message(failure));
-      // A timeout, a reset, a 5xx: the capture may have happened. PENDING, for reconciliation.
-      else await db.query(sql.ambiguous, [captureKey(id), message(failure)]);
-      // Settled here, the transaction returned the charge; otherwise it is read as it stands.
-      return { charge: settled ?? toCharge((await load(db, id))!), replayed: false };
+      if (!(await db.transaction(intend))) return existing(db);
+      return { charge: await captureAndSettle({ id, idempotency_key: key, amount_cents: request.amountCents, currency: request.currency, customer_id: request.customerId }), replayed: false };
+    },
+
+    /**
+     * Captures a PENDING charge whose intent the application wrote in its own transaction
+     * (`start` with `tx`), once that committed; returns the charge as it ends. A charge already
+     * settled is returned as it is. The acquirer deduplicates by the charge's idempotency key, so
+     * a second call, or one crossing reconciliation's, captures once.
+     */
+    async capture(id: string): Promise<Charge> {
+      if (typeof id !== 'string' || !UUID.test(id)) throw new ChargeNotFoundError(String(id));
+      const row = await load(db, id);
+      if (!row) throw new ChargeNotFoundError(id);
+      return row.status === 'PENDING' ? captureAndSettle(row) : toCharge(row);
     },
 
     async get(id: string): Promise<Charge> {
