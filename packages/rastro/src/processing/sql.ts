@@ -444,9 +444,9 @@ export function processingSql(s: string, options: { simulate?: boolean } = {}) {
     registerRunner: `with beat as (update ${s}.processor_runs set heartbeat_at = now(), stopped_at = null where ${groupRun} returning 1)
       insert into ${s}.processor_runners (processor, runner_token) values ($1, $2)
       on conflict (processor, runner_token) do update set heartbeat_at = now()`,
-    /** Whether a live runner or a relay of this schema is running now (every group but replays'). */
+    /** Whether a live runner or a relay of this schema is running now (every group but replays' and the trail's sealer, whose work is background too). */
     liveTraffic: `select exists (select 1 from ${s}.processor_runners r
-      where r.processor not like 'replay:%' and not ${runnerIsGone('r.runner_token')}) as live`,
+      where r.processor not like 'replay:%' and r.processor not like 'trail:%' and not ${runnerIsGone('r.runner_token')}) as live`,
     /** Runners of a processor whose liveness lock is held: exact, no heartbeat timeout to wait out. */
     liveRunners: `select count(*)::int as n from ${s}.processor_runners r
       where r.processor = $1 and not ${runnerIsGone('r.runner_token')}`,

@@ -62,42 +62,58 @@ export function eventFrontierSql(s: string): string {
 export function eventStoreSql(s: string) {
   const txOrderNow = `pg_current_xact_id()::text::bigint + (select tx_order_offset from ${s}.store_settings)`;
 
+  /** The links of the batch's events chained from `prev` (docs/trail.md), its first at version `first`. */
+  const chain = (prev: string, first: string) =>
+    `${s}.event_chain(${prev}, $1, ${first}, $2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[], $8::int2[], now())`;
+  /** The stream's new head: the last link of the batch. */
+  const head = (prev: string, first: string) => `(${chain(prev, first)})[$7::bigint::int]`;
+
+  /**
+   * The append, with `stream` the stream row's CTE: it moves the stream's version and head under
+   * the row's lock, and returns the head the batch chains from (`base`), so the events' links are
+   * computed from what committed before them, however late this statement took the lock.
+   */
   const appendWith = (streamCte: string) => `
 with input as (
   select * from unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[], $8::int2[])
     with ordinality as input(id, type, data, metadata, occurred_at, schema_version, n)
 ), stream as (
   ${streamCte}
+), chained as (
+  select ${chain('stream.base', 'stream.version - $7 + 1')} as links from stream
 ), appended as (
-  insert into ${s}.events (tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, schema_version)
-  select stream.tx_order, $1, stream.version - $7 + input.n, input.id, input.type, input.data, input.metadata, input.occurred_at, input.schema_version
-  from stream, input
+  insert into ${s}.events (tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at, schema_version, hash)
+  select stream.tx_order, $1, stream.version - $7 + input.n, input.id, input.type, input.data, input.metadata, input.occurred_at, now(),
+    input.schema_version, chained.links[input.n]
+  from stream, chained, input
   order by input.n
   returning position
 )
 select (select version from stream) as stream_version,
        (select array_agg(position order by position) from appended) as positions`;
 
+  const moveStream = `version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow}), head = ${head('s.head', 's.version + 1')}, base = s.head`;
+
   return {
     /** $1 stream, $2..$6 event columns, $7 batch size, $8 schema versions; $9 expected version (exact only). */
     append: {
-      any: appendWith(`insert into ${s}.streams as s (stream_id, version, tx_order)
-    values ($1, $7, ${txOrderNow})
+      any: appendWith(`insert into ${s}.streams as s (stream_id, version, tx_order, head, base)
+    values ($1, $7, ${txOrderNow}, ${head('null', '1')}, null)
     on conflict (stream_id) do update
-      set version = s.version + excluded.version, tx_order = greatest(s.tx_order, excluded.tx_order)
-    returning version, tx_order`),
-      noStream: appendWith(`insert into ${s}.streams (stream_id, version, tx_order)
-    values ($1, $7, ${txOrderNow})
+      set version = s.version + excluded.version, tx_order = greatest(s.tx_order, excluded.tx_order), head = ${head('s.head', 's.version + 1')}, base = s.head
+    returning version, tx_order, base`),
+      noStream: appendWith(`insert into ${s}.streams (stream_id, version, tx_order, head, base)
+    values ($1, $7, ${txOrderNow}, ${head('null', '1')}, null)
     on conflict (stream_id) do nothing
-    returning version, tx_order`),
+    returning version, tx_order, base`),
       exists: appendWith(`update ${s}.streams s
-    set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow})
+    set ${moveStream}
     where s.stream_id = $1
-    returning version, tx_order`),
+    returning version, tx_order, base`),
       exact: appendWith(`update ${s}.streams s
-    set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow})
+    set ${moveStream}
     where s.stream_id = $1 and s.version = $9
-    returning version, tx_order`),
+    returning version, tx_order, base`),
     },
 
     streamVersion: `select version from ${s}.streams where stream_id = $1`,
