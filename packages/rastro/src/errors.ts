@@ -268,3 +268,27 @@ export class AuditFindingsError extends RastroError {
     super('RASTRO_AUDIT_FINDINGS', `the audit found ${findings} thing${findings === 1 ? '' : 's'} to act on; each finding says what to do`);
   }
 }
+
+/** `rastro verify` found the trail damaged (exit code 1); the findings name each event, block or digest and what to do. */
+export class TrailFindingsError extends RastroError {
+  constructor(count: number) {
+    super('RASTRO_TRAIL_FINDINGS', `rastro verify found ${count} thing${count === 1 ? '' : 's'} wrong with the trail; see each finding`);
+  }
+}
+
+/** A proof did not check out against its digest; `problems` says how. */
+export class ProofInvalidError extends RastroError {
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super('RASTRO_PROOF_INVALID', `the proof does not hold: ${problems.join('; ')}`);
+    this.problems = problems;
+  }
+}
+
+/** The trail has no block yet, or not one sealing the event asked about: the sealer has not reached it. */
+export class NotSealedError extends RastroError {
+  constructor(what: string) {
+    super('RASTRO_NOT_SEALED', `${what} is not sealed in a block yet: run rastro seal (serve seals by default), then ask again`);
+  }
+}

@@ -128,3 +128,14 @@ export { runAudit, AUDIT_CHECKS, validateCheckNames, type AuditOptions, type Aud
 export { auditLog, type AuditLog, type AuditRecord, type CheckSummary } from './audit/audit-log.js';
 export type { Finding, SubjectType } from './audit/finding.js';
 export type { FigureSample } from './observability/figure-sample.js';
+export { startSealer, type Sealer, type SealerOptions, type StoredBlock } from './trail/sealer.js';
+export { takeDigest } from './trail/take-digest.js';
+export { digestKey, signDigest, digestSignedBy, parseDigest, type Digest } from './trail/digest.js';
+export { publishDigest, type DigestTarget } from './trail/publish-digest.js';
+export { verifyTrail, type TrailCheckpoint, type TrailVerification, type VerifyOptions } from './trail/verify.js';
+export { trailVerifications, type VerificationRecord } from './trail/verifications.js';
+export { proveEvent, verifyProof, type TrailProof } from './trail/proof.js';
+export { NotSealedError, TrailFindingsError, ProofInvalidError } from './errors.js';
+export { trailStatus, type TrailStatus } from './trail/status.js';
+export { blockHash, type BlockHeader } from './trail/block.js';
+export { eventLink, type LinkedEvent } from './trail/event-link.js';

@@ -87,6 +87,16 @@ export interface RastroOptions {
   processors?: string;
   /** Seconds between serve's incremental audits (`rastro audit`); 0 = none. @defaultValue `RASTRO_AUDIT_INTERVAL_SECONDS`, else 0 */
   auditIntervalSeconds?: number;
+  /** Whether `serve` seals the trail (off where it runs as its own role, `rastro seal`). @defaultValue `RASTRO_SEALER` (`on`/`off`), else on */
+  sealer?: boolean;
+  /** An Ed25519 private key (PEM) that signs digests. @defaultValue `RASTRO_DIGEST_KEY_FILE`, else unsigned digests */
+  digestKeyFile?: string;
+  /** The public key `rastro verify` trusts digests from (PEM). @defaultValue `RASTRO_DIGEST_PUBLIC_KEY_FILE`, else the key of RASTRO_DIGEST_KEY_FILE */
+  digestPublicKeyFile?: string;
+  /** Where serve publishes digests: `folder:<path>` or `broker`. @defaultValue `RASTRO_DIGEST_PUBLISH`, else nowhere */
+  digestPublish?: string;
+  /** Seconds between published digests. @defaultValue `RASTRO_DIGEST_INTERVAL_SECONDS`, else 3600 */
+  digestIntervalSeconds?: number;
 }
 
 export interface RastroConfig {
@@ -131,6 +141,11 @@ export interface RastroConfig {
   readonly reconcileIntervalSeconds: number;
   readonly processors: string | undefined;
   readonly auditIntervalSeconds: number;
+  readonly sealer: boolean;
+  readonly digestKeyFile: string | undefined;
+  readonly digestPublicKeyFile: string | undefined;
+  readonly digestPublish: { folder: string } | 'broker' | undefined;
+  readonly digestIntervalSeconds: number;
 }
 
 const BROKER_URL = /^(nats|amqps?):\/\//;
@@ -166,6 +181,21 @@ function brokerOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
     inboxMaxAckPending: parseCount('RASTRO_INBOX_MAX_ACK_PENDING', options.inboxMaxAckPending ?? (env.RASTRO_INBOX_MAX_ACK_PENDING || 256), 1),
     outboxRetentionDays: parseCount('RASTRO_OUTBOX_RETENTION_DAYS', options.outboxRetentionDays ?? (env.RASTRO_OUTBOX_RETENTION_DAYS || 7), 0),
     outboxRetention: retention,
+  } as const;
+}
+
+function trailOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
+  const publish = options.digestPublish ?? (env.RASTRO_DIGEST_PUBLISH || undefined);
+  let digestPublish: RastroConfig['digestPublish'];
+  if (publish === 'broker') digestPublish = 'broker';
+  else if (publish?.startsWith('folder:') && publish.length > 'folder:'.length) digestPublish = { folder: publish.slice('folder:'.length) };
+  else if (publish !== undefined) throw new ConfigError(`RASTRO_DIGEST_PUBLISH must be folder:<path> or broker, got ${JSON.stringify(publish)}`);
+  return {
+    sealer: parseSwitch('RASTRO_SEALER', options.sealer ?? (env.RASTRO_SEALER || 'on')),
+    digestKeyFile: options.digestKeyFile ?? (env.RASTRO_DIGEST_KEY_FILE || undefined),
+    digestPublicKeyFile: options.digestPublicKeyFile ?? (env.RASTRO_DIGEST_PUBLIC_KEY_FILE || undefined),
+    digestPublish,
+    digestIntervalSeconds: parseCount('RASTRO_DIGEST_INTERVAL_SECONDS', options.digestIntervalSeconds ?? (env.RASTRO_DIGEST_INTERVAL_SECONDS || 3600), 1),
   } as const;
 }
 
@@ -270,5 +300,6 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     ...chargeOptions(options, env),
     processors: options.processors ?? (env.RASTRO_PROCESSORS || undefined),
     auditIntervalSeconds: parseCount('RASTRO_AUDIT_INTERVAL_SECONDS', options.auditIntervalSeconds ?? (env.RASTRO_AUDIT_INTERVAL_SECONDS || 0), 0),
+    ...trailOptions(options, env),
   });
 }

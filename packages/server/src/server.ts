@@ -15,6 +15,7 @@ import { createOrders, type Orders } from 'rastro/internal/intake/orders.js';
 import { pollProvider } from 'rastro/internal/intake/provider-poller.js';
 import { createEventStore, type EventStore } from 'rastro/internal/store/event-store.js';
 import { openPublisher } from './brokers/open-broker.js';
+import { startTrailLoops } from './operations/trail-loops.js';
 import type { Publisher } from 'rastro/internal/brokers/message.js';
 import { runRelay, type Relay } from 'rastro/internal/outbox/relay.js';
 import { ORDER_NORMALIZER_POLICY } from 'rastro/internal/intake/order-normalizer.js';
@@ -232,6 +233,7 @@ export async function startServer(options: RastroOptions = {}, start: ServerStar
   let outbox: Awaited<ReturnType<typeof startOutbox>> | undefined;
   let reconciler: ReconcileLoop | undefined;
   let normalizer: LiveRunner | undefined;
+  let trail: Awaited<ReturnType<typeof startTrailLoops>> | undefined;
   const stopPolling = startPollLoop(config, services, app.log);
   try {
     outbox = await startOutbox(services, config, app.log, publisher);
@@ -242,6 +244,7 @@ export async function startServer(options: RastroOptions = {}, start: ServerStar
         onError: (err) => app.log.warn({ error: { message: (err as Error).message } }, 'order normalizer batch failed; backing off'),
       });
     }
+    trail = await startTrailLoops(services.store, config, publisher, app.log);
     if (config.reconcileIntervalSeconds > 0) {
       reconciler = await startReconcileLoop(services.store, {
         types: services.charges.effectTypes,
@@ -257,6 +260,7 @@ export async function startServer(options: RastroOptions = {}, start: ServerStar
     clearInterval(cleanup);
     await reconciler?.stop();
     await normalizer?.stop();
+    await trail?.stop();
     await operations.stop();
     await (outbox ? outbox.stop() : publisher?.close());
     stopPolling();
@@ -280,6 +284,7 @@ export async function startServer(options: RastroOptions = {}, start: ServerStar
       clearInterval(cleanup);
       await reconciler?.stop();
       await normalizer?.stop();
+    await trail?.stop();
       await operations.stop();
       await outbox.stop();
       stopPolling();

@@ -1,6 +1,6 @@
 import { quoteSchema } from '../db/schema-name.js';
 import { int8 } from '../db/values.js';
-import { RastroError, ValidationError } from '../errors.js';
+import { NotSealedError, ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
 import { UUID } from '../store/validate-append.js';
 import { blockHash, GENESIS, type BlockHeader } from './block.js';
@@ -27,12 +27,6 @@ export interface TrailProof {
   digest: { block: number; hash: string };
 }
 
-/** The event has no block yet: the sealer has not reached it. */
-export class EventNotSealedError extends RastroError {
-  constructor(eventId: string) {
-    super('RASTRO_NOT_SEALED', `event ${eventId} is not sealed in a block yet: wait for the sealer (rastro seal, or serve's), then ask again`);
-  }
-}
 
 type EventRow = {
   id: string; stream_id: string; stream_version: unknown; schema_version: unknown; occurred: string; recorded: string; type: string;
@@ -58,7 +52,7 @@ export async function proveEvent(store: EventStore<any>, eventId: string, option
     const [position, txOrder] = [int8(event.position), int8(event.tx_order)];
     const { rows: [blockRow] } = await tx.query<Parameters<typeof toBlock>[0]>(`select ${trail.blockColumns} from ${s}.trail_blocks
       where (first_tx_order, first_position) <= ($1, $2) and (last_tx_order, last_position) >= ($1, $2)`, [txOrder, position]);
-    if (!blockRow) throw new EventNotSealedError(eventId);
+    if (!blockRow) throw new NotSealedError(`event ${eventId}`);
     const block = toBlock(blockRow);
     const links = (await tx.query<{ link: Uint8Array }>(verifySql(s).blockLinks, [block.firstTxOrder, block.firstPosition, block.lastTxOrder, block.lastPosition])).rows.map((row) => row.link);
     const { rows: [ordinal] } = await tx.query<{ n: unknown }>(`select count(*)::bigint as n from ${s}.events e

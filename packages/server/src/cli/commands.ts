@@ -7,6 +7,7 @@ import { registerOutboxCommands } from './outbox-commands.js';
 import { registerProcessingCommands } from './processing-commands.js';
 import { registerReconcileCommand } from './reconcile-command.js';
 import { registerServerCommands } from './server-commands.js';
+import { registerTrailCommands } from './trail-commands.js';
 
 /** Adds commands to the program: `program.command('name')…` or `group(program, 'name', …).command(…)`. */
 export type CommandRegistration = (program: Command) => void;
@@ -33,6 +34,7 @@ export const COMMANDS: readonly CommandRegistration[] = [
   registerProcessingCommands,
   registerReconcileCommand,
   registerAuditCommand,
+  registerTrailCommands,
   registerOutboxCommands,
   registerInboxCommands,
   registerOrderCommands,
