@@ -8,7 +8,7 @@ describe.each(backends())('audit of a sound deployment ($name)', (backend) => {
     const full = await world.audit({ full: true });
     expect(brief(full)).toEqual([]);
     expect(full.clean).toBe(true);
-    expect(full.checks.map((c) => c.name)).toEqual(['log', 'processors', 'effects', 'outbox', 'charges', 'orders', 'accounts', 'inbox']);
+    expect(full.checks.map((c) => c.name)).toEqual(['log', 'trail', 'processors', 'effects', 'outbox', 'charges', 'orders', 'accounts', 'inbox']);
     const again = await world.audit();
     expect(brief(again)).toEqual([]);
     expect(again.checks.find((c) => c.name === 'orders')).toMatchObject({ incremental: true, examined: 0 });

@@ -13,10 +13,11 @@ import { ordersCheck } from './checks/orders-check.js';
 import { outboxCheck } from './checks/outbox-check.js';
 import { processorsCheck } from './checks/processors-check.js';
 import { providersCheck } from './checks/providers-check.js';
+import { trailCheck } from './checks/trail-check.js';
 import type { AuditCheck, AuditScope, Finding } from './finding.js';
 
 /** Every check, in the order an audit runs them; `providers` only with `askProviders`. */
-export const AUDIT_CHECKS = ['log', 'processors', 'effects', 'outbox', 'charges', 'orders', 'accounts', 'inbox', 'providers'] as const;
+export const AUDIT_CHECKS = ['log', 'trail', 'processors', 'effects', 'outbox', 'charges', 'orders', 'accounts', 'inbox', 'providers'] as const;
 export type AuditCheckName = (typeof AUDIT_CHECKS)[number];
 
 export interface AuditOptions {
@@ -68,6 +69,7 @@ function checksFor(options: AuditOptions): AuditCheck[] {
   const names = options.checks ? validateCheckNames(options.checks) : AUDIT_CHECKS.filter((name) => name !== 'providers' || options.askProviders);
   const all: Record<AuditCheckName, () => AuditCheck> = {
     log: () => logCheck,
+    trail: () => trailCheck,
     processors: () => processorsCheck({ typesOf: options.typesOf }),
     effects: () => effectsCheck,
     outbox: () => outboxCheck({ retentionDays: options.outboxRetentionDays ?? 7, retentionIntervalMs: options.retentionIntervalMs }),
