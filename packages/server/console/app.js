@@ -5,6 +5,7 @@ import { renderRuns } from './runs.js';
 import { renderDiff } from './diff.js';
 import { renderReview } from './review.js';
 import { renderAudit } from './audit.js';
+import { renderTrail } from './trail.js';
 import { answerOf, clearAnnouncement, h } from './dom.js';
 import { failed, isOutage, resetPage } from './freshness.js';
 
@@ -29,6 +30,7 @@ const routes = [
   { pattern: /^#\/runs$/, page: 'runs', render: (_m, root) => renderRuns(root) },
   { pattern: /^#\/review$/, page: 'review', render: (_m, root) => renderReview(root) },
   { pattern: /^#\/audit$/, page: 'audit', render: (_m, root) => renderAudit(root) },
+  { pattern: /^#\/trail$/, page: 'trail', render: (_m, root) => renderTrail(root) },
   { pattern: /^#\/overview$/, page: 'overview', render: (_m, root) => renderOverview(root) },
 ];
 // A page that could not even start (its first request failed) is loaded again after this long.

@@ -45,9 +45,13 @@ export function trailVerifications(db: Queryable, schema: string) {
       const row = (await db.query<Row>(`select ${columns} from ${s}.trail_verifications order by id desc limit 1`)).rows[0];
       return row && toRecord(row);
     },
+    /** When a verification last found nothing: `rastro verify`'s, or an audit's trail check. */
     async lastClean(): Promise<Date | undefined> {
-      const row = (await db.query<{ finished_at: Date }>(`select finished_at from ${s}.trail_verifications where findings->'list' = '[]'::jsonb order by id desc limit 1`)).rows[0];
-      return row?.finished_at;
+      const row = (await db.query<{ at: Date | null }>(`select greatest(
+          (select max(finished_at) from ${s}.trail_verifications where findings->'list' = '[]'::jsonb),
+          (select max(finished_at) from ${s}.audit_runs r where exists (select 1 from jsonb_array_elements(r.checks) c
+            where c->>'name' = 'trail' and (c->>'findings')::int = 0))) as at`)).rows[0];
+      return row?.at ?? undefined;
     },
   };
 }

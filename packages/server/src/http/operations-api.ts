@@ -9,6 +9,7 @@ import { consoleRoutes } from './console-routes.js';
 import { metricsRoutes } from './metrics-routes.js';
 import { opsRoutes } from './ops-routes.js';
 import { auditOpsRoutes } from './ops-audit-routes.js';
+import { trailOpsRoutes } from './ops-trail-routes.js';
 
 export { observeRequests } from './metrics-routes.js';
 
@@ -29,5 +30,6 @@ export async function operationsApi(app: FastifyInstance, deps: OperationsDeps &
   await app.register(opsRoutes, { store: deps.store, processors: deps.processors, publisher: deps.publisher, history: deps.figureHistory, charges: deps.charges, effectTypes: deps.charges?.effectTypes });
   await app.register(metricsRoutes, { store: deps.store, metrics: deps.metrics, processors: deps.processors, charges: deps.charges });
   await app.register(auditOpsRoutes, { store: deps.store });
+  await app.register(trailOpsRoutes, { store: deps.store });
   await app.register(consoleRoutes);
 }

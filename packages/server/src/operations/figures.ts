@@ -12,6 +12,7 @@ import { handledTypes } from 'rastro/internal/processing/read-batch.js';
 import { runStatus } from 'rastro/internal/processing/run-status.js';
 import { processingSql } from 'rastro/internal/processing/sql.js';
 import type { EventStore } from 'rastro/internal/store/event-store.js';
+import { trailStatus } from 'rastro/internal/trail/status.js';
 import { reviewQueueCounts } from './review-queue.js';
 
 /** What a figure reads with: the store, the processors this process knows (for their event types) and its charges (for their deadline). */
@@ -143,6 +144,18 @@ const FIGURES = {
     samples: ({ heldBack, oldestWriterSeconds }) => [
       { name: 'rastro_reader_held_back_events', help: 'Committed events readers cannot see yet: an older transaction is still open', value: heldBack },
       { name: 'rastro_oldest_open_transaction_seconds', help: 'Age of the oldest open writing transaction, which holds readers back', value: oldestWriterSeconds ?? 0 },
+    ],
+  }),
+  /** The trail: how far the sealer is behind, and when a verification last found nothing. */
+  trail: figure({
+    read: ({ store }) => trailStatus(store),
+    samples: ({ sealLag, lastCleanVerificationAt }) => [
+      { name: 'rastro_trail_seal_lag_events', help: 'Committed events the sealer has not sealed into a block yet', value: sealLag.events },
+      { name: 'rastro_trail_seal_lag_seconds', help: 'Age of the oldest committed event not sealed yet (0 when every one is)', value: sealLag.seconds ?? 0 },
+      {
+        name: 'rastro_trail_last_clean_verification_timestamp_seconds', help: 'When a verification of the trail (rastro verify, the audit) last found nothing, as Unix time; 0 before the first',
+        value: lastCleanVerificationAt ? Date.parse(lastCleanVerificationAt) / 1000 : 0,
+      },
     ],
   }),
 } satisfies Record<string, Figure<unknown>>;
