@@ -1,9 +1,10 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
+import { defineEvents } from '../../packages/rastro/src/store/event-types.js';
 import { runRastro } from '../support/cli.js';
 import { DATABASE_URL, freshSchema, postgresBackend } from '../support/databases.js';
 
@@ -66,5 +67,21 @@ describe('rastro seal, digest, verify, prove and verify-proof', () => {
     expect(found.code).toBe(1);
     expect(found.stdout).toMatch(/event-altered\s+event /);
     expect(found.stderr).toContain('[RASTRO_TRAIL_FINDINGS]');
+  });
+
+  it.skipIf(!backend)('forget a data subject, and refuse without a master key', async () => {
+    const { db, schema } = await freshSchema(backend!);
+    const key = randomBytes(32).toString('hex');
+    writeFileSync(join(dir, 'master.key'), key);
+    const events = defineEvents<{ 'customer.registered': { customerId: string; email: string | null } }>({ 'customer.registered': { personal: { subject: 'customerId', fields: ['email'] } } });
+    const store = createEventStore(db, { schema, events, personalData: { masterKey: key } });
+    await store.append('customer-1', [{ type: 'customer.registered', data: { customerId: 'c-1', email: 'c1@example.com' } }]);
+    const without = await runRastro(['forget', 'c-1'], { DATABASE_URL, RASTRO_SCHEMA: schema });
+    expect(without.code).toBe(1);
+    expect(without.stderr).toContain('RASTRO_MASTER_KEY_FILE');
+    const forgot = await runRastro(['forget', 'c-1'], { DATABASE_URL, RASTRO_SCHEMA: schema, RASTRO_MASTER_KEY_FILE: join(dir, 'master.key') });
+    expect(forgot.code).toBe(0);
+    expect(forgot.stdout).toContain('forgot c-1: its key is deleted');
+    expect((await store.readStream('customer-1'))[0]!.data).toEqual({ customerId: 'c-1', email: null });
   });
 });

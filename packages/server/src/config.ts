@@ -97,6 +97,8 @@ export interface RastroOptions {
   digestPublish?: string;
   /** Seconds between published digests. @defaultValue `RASTRO_DIGEST_INTERVAL_SECONDS`, else 3600 */
   digestIntervalSeconds?: number;
+  /** The master key (32 bytes, hex or base64) that wraps data subjects' keys: reads open personal fields, `rastro forget` erases them. @defaultValue `RASTRO_MASTER_KEY_FILE` */
+  masterKeyFile?: string;
 }
 
 export interface RastroConfig {
@@ -146,6 +148,7 @@ export interface RastroConfig {
   readonly digestPublicKeyFile: string | undefined;
   readonly digestPublish: { folder: string } | 'broker' | undefined;
   readonly digestIntervalSeconds: number;
+  readonly masterKeyFile: string | undefined;
 }
 
 const BROKER_URL = /^(nats|amqps?):\/\//;
@@ -196,6 +199,7 @@ function trailOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
     digestPublicKeyFile: options.digestPublicKeyFile ?? (env.RASTRO_DIGEST_PUBLIC_KEY_FILE || undefined),
     digestPublish,
     digestIntervalSeconds: parseCount('RASTRO_DIGEST_INTERVAL_SECONDS', options.digestIntervalSeconds ?? (env.RASTRO_DIGEST_INTERVAL_SECONDS || 3600), 1),
+    masterKeyFile: options.masterKeyFile ?? (env.RASTRO_MASTER_KEY_FILE || undefined),
   } as const;
 }
 

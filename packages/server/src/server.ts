@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { createAccountLedger, type AccountLedger } from 'rastro/internal/accounts/account-ledger.js';
@@ -54,12 +55,21 @@ export function chargesFor(store: EventStore, config: Partial<ChargeConfig>): Ch
  * Wires the services of one rastro installation on a migrated database. Order alerts go to
  * `alert`, else to `orderAlertUrl`, else wait parked until a destination is set.
  */
+/** A key file named in the configuration: one that cannot be read is a configuration error. */
+function readKeyFile(name: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch {
+    throw new ConfigError(`${name} names ${JSON.stringify(file)}, which cannot be read`);
+  }
+}
+
 export function createServices(
   db: Database,
-  config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'> & { orderAlertUrl?: string } & Partial<ChargeConfig>,
+  config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'> & { orderAlertUrl?: string; masterKeyFile?: string } & Partial<ChargeConfig>,
   options: { alert?: OrderAlertSender } = {},
 ): Services {
-  const store = createEventStore(db, { schema: config.schema });
+  const store = createEventStore(db, { schema: config.schema, personalData: config.masterKeyFile ? { masterKey: readKeyFile('RASTRO_MASTER_KEY_FILE', config.masterKeyFile) } : undefined });
   return {
     db,
     store,

@@ -46,7 +46,7 @@ export const RASTRO_TABLES: ReadonlySet<string> = new Set([
   'migrations', 'streams', 'events', 'store_settings', 'snapshots', 'idempotency_keys', 'projections', 'effects',
   'processor_runs', 'processor_checkpoints', 'run_counters', 'replay_diffs', 'parked_events', 'processor_runners',
   'outbox_aggregates', 'outbox', 'outbox_default', 'inbox_dead_letters', 'charges', 'audit_checkpoints', 'audit_runs',
-  'audit_findings', 'simulate_failures', 'event_hashes', 'trail_blocks', 'trail_verifications', 'trail_digests',
+  'audit_findings', 'simulate_failures', 'event_hashes', 'trail_blocks', 'trail_verifications', 'trail_digests', 'subject_keys', 'forgotten_subjects',
 ]);
 
 /** The server's words for SQLSTATE 42P01 on a schema-qualified table: rastro always qualifies its own. */

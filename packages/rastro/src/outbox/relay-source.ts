@@ -2,9 +2,8 @@ import type { Database } from '../db/database.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
 import type { BrokerMessage } from '../brokers/message.js';
-import { decodeData } from '../store/decode.js';
+import { decodeData, keysFor, type EventDecoder } from '../store/decode.js';
 import type { LogCheckpoint } from '../store/event.js';
-import type { EventTypes } from '../store/event-types.js';
 import { eventFrontierSql } from '../store/sql.js';
 import { eventsChannel } from '../store/subscribe.js';
 import { outboxChannel } from './outbox.js';
@@ -47,15 +46,16 @@ type Row = [number, number, string, string, string, string, unknown, Record<stri
  * Messages as read. An event of the log (a row with its schema version) has its data decoded as
  * every read decodes it (store/decode.ts): the payload is in its type's current version.
  */
-function decode(rows: { message: string }[], types?: EventTypes): RelayMessage[] {
-  return rows.map(({ message }) => {
-    const [position, txOrder, id, aggregateType, aggregateId, type, stored, headers, traceparent, occurredMs, aggregateKey, partition, schemaVersion] = JSON.parse(message) as Row;
+async function decode(db: Database, rows: { message: string }[], decoder: EventDecoder = {}): Promise<RelayMessage[]> {
+  const parsed = rows.map(({ message }) => JSON.parse(message) as Row);
+  const keys = await keysFor(decoder, parsed.filter((row) => row[12] !== undefined).map((row) => row[6]), db);
+  return parsed.map(([position, txOrder, id, aggregateType, aggregateId, type, stored, headers, traceparent, occurredMs, aggregateKey, partition, schemaVersion]) => {
     const occurredAt = new Date(occurredMs);
     let payload = stored;
     let undecodable: Error | undefined;
     if (schemaVersion !== undefined) {
       try {
-        payload = decodeData({ id, type, streamId: aggregateId, occurredAt, data: stored as Record<string, unknown>, schemaVersion }, types);
+        payload = decodeData({ id, type, streamId: aggregateId, occurredAt, data: stored as Record<string, unknown>, schemaVersion }, decoder, keys);
       } catch (err) {
         undecodable = err as Error;
       }
@@ -72,8 +72,8 @@ export function outboxSource(db: Database, schema: string): RelaySource {
   return {
     name: 'outbox',
     channel: outboxChannel(schema),
-    read: async (after, limit, partitions) => decode((await db.query<{ message: string }>(sql.readBatch, readValues(after, limit, partitions), { prepare: true })).rows),
-    byPositions: async (positions) => decode((await db.query<{ message: string }>(sql.byPositions, [positions])).rows),
+    read: async (after, limit, partitions) => decode(db, (await db.query<{ message: string }>(sql.readBatch, readValues(after, limit, partitions), { prepare: true })).rows),
+    byPositions: async (positions) => decode(db, (await db.query<{ message: string }>(sql.byPositions, [positions])).rows),
     async pending(runId, partitions) {
       const { rows } = await db.query<{ pending: number; lag_ms: number | null }>(sql.pending, [runId, partitions]);
       return { pending: Number(rows[0]?.pending ?? 0), lagMs: rows[0]?.lag_ms === null || rows[0]?.lag_ms === undefined ? null : Number(rows[0].lag_ms) };
@@ -97,7 +97,7 @@ function validateSelection(selection: EventLogSelection): EventLogSelection {
  * event is the message (its id, its stream as the aggregate, its data as the payload, its
  * metadata's string fields as headers).
  */
-export function eventLogSource(db: Database, schema: string, selection: EventLogSelection, types?: EventTypes): RelaySource {
+export function eventLogSource(db: Database, schema: string, selection: EventLogSelection, decoder: EventDecoder = {}): RelaySource {
   const { types: selected, streamPrefix, aggregateType } = validateSelection(selection);
   const s = quoteSchema(schema);
   const aggregateTypeSql = (param: string) => `coalesce(${param}::text, substring(e.stream_id from '^([^:-]+)[:-]'), 'stream')`;
@@ -125,8 +125,8 @@ export function eventLogSource(db: Database, schema: string, selection: EventLog
     name,
     channel: eventsChannel(schema),
     read: async (after, limit, partitions) =>
-      decode((await db.query<{ message: string }>(readBatch, [after.txOrder, after.position, limit, partitions.count, selected ?? null, streamPrefix ?? null, aggregateType ?? null, partitions.owned], { prepare: true })).rows, types),
-    byPositions: async (positions) => decode((await db.query<{ message: string }>(byPositions, [positions, selected ?? null, streamPrefix ?? null, aggregateType ?? null])).rows, types),
+      decode(db, (await db.query<{ message: string }>(readBatch, [after.txOrder, after.position, limit, partitions.count, selected ?? null, streamPrefix ?? null, aggregateType ?? null, partitions.owned], { prepare: true })).rows, decoder),
+    byPositions: async (positions) => decode(db, (await db.query<{ message: string }>(byPositions, [positions, selected ?? null, streamPrefix ?? null, aggregateType ?? null])).rows, decoder),
     async pending(runId, partitions) {
       const { rows } = await db.query<{ pending: number; lag_ms: number | null }>(pending, [runId, partitions, selected ?? null, streamPrefix ?? null]);
       return { pending: Number(rows[0]?.pending ?? 0), lagMs: rows[0]?.lag_ms === null || rows[0]?.lag_ms === undefined ? null : Number(rows[0].lag_ms) };

@@ -89,7 +89,7 @@ export async function runRelay(options: RelayOptions): Promise<Relay> {
   if (!Number.isInteger(count) || count < 1 || count > 1024) throw new ValidationError('partitions', 'must be an integer from 1 to 1024');
   const db = store.db;
   const sql = processingSql(quoteSchema(store.schema));
-  const source = options.events ? eventLogSource(db, store.schema, options.events, store.events) : outboxSource(db, store.schema);
+  const source = options.events ? eventLogSource(db, store.schema, options.events, store.decoder) : outboxSource(db, store.schema);
   const runId = relayRunId(name);
   const holdKey = parkedHoldKey(store.schema, runId);
   const settings = { publisher, maxInFlight: options.maxInFlight ?? 256, maxAttempts: options.maxAttempts ?? 5, retryDelayMs: options.retryDelayMs ?? 100 };

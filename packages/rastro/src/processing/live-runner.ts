@@ -80,7 +80,7 @@ export async function runLive<E extends EventMap, Effect extends string>(typed: 
   }
   const runner = await openRunnerSession(db, sql);
   const run: RunContext = {
-    db, sql, schema: store.schema, processor, events: processor.events ?? store.events, runId, mode: 'live', simulate: false, policy,
+    db, sql, schema: store.schema, processor, decoder: { ...store.decoder, types: processor.events ?? store.decoder.types }, runId, mode: 'live', simulate: false, policy,
     // A renewed session has a new token: reservations from now on carry it.
     get ownerToken() {
       return runner.token;

@@ -103,7 +103,7 @@ export function parkedEvents(store: EventStore<any>) {
     const alreadyDone: AlreadyDoneEffect[] = [];
     return holdingParkedStream(db, sql, parkedHoldKey(store.schema, runId), streamId, async (runner) => {
       const run: RunContext = {
-        db, sql, schema: store.schema, processor, events: processor.events ?? store.events, runId, mode: info.mode, simulate: info.simulate, policy: policyFor(processor, info.policy),
+        db, sql, schema: store.schema, processor, decoder: { ...store.decoder, types: processor.events ?? store.decoder.types }, runId, mode: info.mode, simulate: info.simulate, policy: policyFor(processor, info.policy),
         ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8,
       };
       if (skip) await db.query(sql.unparkMany, [runId, [skip]]);

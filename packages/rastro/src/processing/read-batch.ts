@@ -1,8 +1,7 @@
 import type { Queryable } from '../db/database.js';
 import type { RastroError } from '../errors.js';
-import { decodeData } from '../store/decode.js';
+import { decodeData, keysFor, type BatchKeys, type EventDecoder } from '../store/decode.js';
 import { LOG_START, type EventMetadata, type LogCheckpoint, type RecordedEvent } from '../store/event.js';
-import type { EventTypes } from '../store/event-types.js';
 import { appliedTypes } from './policy.js';
 import type { KnownEffects } from './effect-round.js';
 import type { Processor } from './processor.js';
@@ -86,8 +85,10 @@ export function parseJsonItems<Item>(items: string | null): Item[] {
 }
 
 /** Events and their ledger entries as a run reads them, each batch one JSON text (see the SQL's runEventsJson). */
-function decode(row: RunEventsRow, handled: readonly string[], applied: readonly string[], types: EventTypes | undefined): { events: PartitionedEvent[]; ledger: KnownEffects } {
-  const events = decodeEvents(row.events, handled, types);
+async function decode(db: Queryable, row: RunEventsRow, handled: readonly string[], applied: readonly string[], decoder: EventDecoder): Promise<{ events: PartitionedEvent[]; ledger: KnownEffects }> {
+  const rows = parseJsonItems<RunEventJson>(row.events);
+  const keys = await keysFor(decoder, rows.map((item) => item[6]), db);
+  const events = decodeEvents(rows, handled, decoder, keys);
   if (events.length !== row.n) throw new Error(`a batch of ${row.n} events decoded to ${events.length}`);
   const ledger = new Map<number, Record<string, string>>();
   let positions: Map<string, number> | undefined;
@@ -117,8 +118,7 @@ export function inLogOrder<Event extends LogCheckpoint>(events: Event[]): Event[
  * The batch's events, their data decoded as every read decodes it (store/decode.ts). An event
  * whose data cannot be decoded keeps its stored data and the reason, and the run parks it.
  */
-function decodeEvents(json: string | null, handled: readonly string[], types: EventTypes | undefined): PartitionedEvent[] {
-  const rows = parseJsonItems<RunEventJson>(json);
+function decodeEvents(rows: RunEventJson[], handled: readonly string[], decoder: EventDecoder, keys: BatchKeys): PartitionedEvent[] {
   const events = new Array<PartitionedEvent>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const [position, txOrder, streamId, streamVersion, id, typeOrIndex, stored, metadata, occurredMs, recordedMs, partition, schemaVersion] = rows[i]!;
@@ -129,7 +129,7 @@ function decodeEvents(json: string | null, handled: readonly string[], types: Ev
     let data = stored;
     let undecodable: RastroError | undefined;
     try {
-      data = decodeData({ id, type, streamId, occurredAt, data: stored, schemaVersion }, types);
+      data = decodeData({ id, type, streamId, occurredAt, data: stored, schemaVersion }, decoder, keys);
     } catch (err) {
       undecodable = err as RastroError;
     }
@@ -165,7 +165,7 @@ export async function readRunBatch(
   const { rows } = await db.query<RunEventsRow & { blocked: string[]; held: boolean; frontier: number; stored: string | null }>(sql.readBatch, values);
   const row = rows[0]!;
   return {
-    ...decode(row, handled, applied, run.events),
+    ...(await decode(db, row, handled, applied, run.decoder ?? {})),
     blocked: new Set(row.blocked),
     heldBack: row.held,
     frontier: row.frontier,
@@ -178,7 +178,7 @@ export async function readRunEvents(run: RunContext, ids: string[]): Promise<Run
   const handled = handledTypes(run.processor);
   const applied = appliedTypes(run.policy);
   const { rows } = await run.db.query<RunEventsRow>(run.sql.eventsByIds, [ids, applied, handled]);
-  return { ...decode(rows[0]!, handled, applied, run.events), blocked: new Set() };
+  return { ...(await decode(run.db, rows[0]!, handled, applied, run.decoder ?? {})), blocked: new Set() };
 }
 
 /** Whether events of the range exist after `after`, committed or not yet visible below the frontier. */

@@ -147,7 +147,7 @@ export async function runReplay<E extends EventMap, Effect extends string>(typed
       sql: options.simulate ? processingSql(quoteSchema(store.schema), { simulate: true }) : sql,
       schema: store.schema,
       processor,
-      events: processor.events ?? store.events,
+      decoder: { ...store.decoder, types: processor.events ?? store.decoder.types },
       runId,
       mode: 'replay',
       simulate: options.simulate ?? false,

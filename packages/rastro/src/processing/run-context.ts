@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.js';
-import type { EventTypes } from '../store/event-types.js';
+import type { EventDecoder } from '../store/decode.js';
 import type { EffectPolicy } from './policy.js';
 import type { Processor } from './processor.js';
 import type { ProcessingSql } from './sql.js';
@@ -11,8 +11,8 @@ export interface RunContext {
   /** The store's schema. */
   schema: string;
   processor: Processor;
-  /** The event types that decode the run's events: the processor's, else the store's. */
-  events?: EventTypes;
+  /** What decodes the run's events: the processor's event types (else the store's), the store's subject keys. */
+  decoder?: EventDecoder;
   runId: string;
   mode: 'live' | 'replay';
   simulate: boolean;

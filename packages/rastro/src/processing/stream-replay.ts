@@ -42,7 +42,7 @@ export async function replayStream<E extends EventMap, Effect extends string>(ty
   const ids = (await store.readStream(streamId)).filter((event) => types.has(event.type)).map((event) => event.id);
   const runner = await openRunnerSession(db, sql);
   try {
-    const run: RunContext = { db, sql, schema: store.schema, processor, events: processor.events ?? store.events, runId, mode: 'replay', simulate: false, policy, ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8 };
+    const run: RunContext = { db, sql, schema: store.schema, processor, decoder: { ...store.decoder, types: processor.events ?? store.decoder.types }, runId, mode: 'replay', simulate: false, policy, ownerToken: runner.token, leaseMs: 5 * 60_000, effectConcurrency: 8 };
     const { rows } = await db.query<{ processor: string }>(sql.startRun, [runId, processor.name, 'replay', false, JSON.stringify(policy), null, null, null, null, ids.length, null, null]);
     if (rows[0]!.processor !== processor.name) throw new ValidationError('runId', `run ${runId} belongs to processor ${rows[0]!.processor}; choose another run id`);
     const size = options.batchSize ?? 1000;

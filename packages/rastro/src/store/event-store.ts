@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { Database, Queryable } from '../db/database.js';
 import { isUniqueViolation } from '../db/database-error.js';
@@ -5,8 +6,9 @@ import { inCallersTransaction, isPgPool, toQueryable, type Executor } from '../d
 import { openPostgres, type PgPool } from '../db/postgres.js';
 import { quoteSchema } from '../db/schema-name.js';
 import { int8, int8Array } from '../db/values.js';
-import { ConcurrencyError, EventIdConflictError, TransactionIdsRewoundError, ValidationError, type ExpectedVersion } from '../errors.js';
-import { decodeEvent } from './decode.js';
+import { ConcurrencyError, ConfigError, EventIdConflictError, TransactionIdsRewoundError, ValidationError, type ExpectedVersion } from '../errors.js';
+import { decodeEvent, keysFor, type EventDecoder } from './decode.js';
+import { encryptPersonal, masterKey, subjectKeys, subjectOf, type SubjectKeys } from './personal-data.js';
 import { LOG_START, toStoredEvent, type EventMetadata, type EventRow, type LogCheckpoint, type NewEvent, type RecordedEvent } from './event.js';
 import type { AnyEvents, EventMap, EventTypes } from './event-types.js';
 import { readStreamTail, saveSnapshot, snapshotSql, type Snapshot, type StreamTail } from './snapshots.js';
@@ -26,6 +28,12 @@ export interface EventStoreOptions<E extends EventMap = AnyEvents> {
    * typed, their data brought to each type's current version. @defaultValue any type, untyped
    */
   events?: EventTypes<E>;
+  /**
+   * The master key (32 bytes, or their hex or base64 text) that wraps each data subject's key,
+   * for event types with personal fields: their fields are stored encrypted, and `forget` erases
+   * them. Required when a type declares personal fields.
+   */
+  personalData?: { masterKey: Buffer | string };
 }
 
 export interface AppendOptions {
@@ -107,6 +115,14 @@ export interface EventStore<E extends EventMap = AnyEvents> {
   readonly db: Database;
   /** The declared event types, when the store was given them. */
   readonly events: EventTypes<E> | undefined;
+  /** What decodes its events on every read path: its types' upcasters, its data subjects' keys. */
+  readonly decoder: EventDecoder;
+  /**
+   * Forgets a data subject: deletes its key, so its personal fields read as null everywhere from
+   * now on, refuses its new personal data, and appends `rastro.subject.forgotten` to stream
+   * `forgotten:<subject>` — in one transaction. No event is updated: the trail still verifies.
+   */
+  forget(subject: string): Promise<{ hadKey: boolean; eventId: string }>;
 }
 
 const MAX_READ_LIMIT = 10_000;
@@ -146,6 +162,31 @@ function validateTypes(types: unknown, declared: EventTypes | undefined): string
   return types as string[];
 }
 
+/** The type of the event `forget` appends. */
+export const FORGOTTEN = 'rastro.subject.forgotten';
+
+/**
+ * The events with their personal fields sealed under their subjects' keys (made for new
+ * subjects; a forgotten subject is refused), in the append's transaction when it has one.
+ */
+async function sealPersonal(types: EventTypes, keys: SubjectKeys, events: NewEvent[], tx: Queryable | undefined): Promise<NewEvent[]> {
+  if (!Array.isArray(events)) return events;
+  const subjects = new Map<number, string>();
+  events.forEach((event, index) => {
+    const personal = typeof event?.type === 'string' ? types.personal(event.type) : undefined;
+    if (personal && typeof event.data === 'object' && event.data !== null) subjects.set(index, subjectOf(event.data, personal, `events[${index}].data`));
+  });
+  if (subjects.size === 0) return events;
+  const written = await keys.forWriting(subjects.values(), tx);
+  return events.map((event, index) => {
+    const subject = subjects.get(index);
+    if (subject === undefined) return event;
+    // The id is the sealing's: made here when the caller gave none.
+    const id = typeof event.id === 'string' ? event.id : randomUUID();
+    return { ...event, id, data: encryptPersonal(event.data, types.personal(event.type)!, subject, written.get(subject)!, id) };
+  });
+}
+
 /**
  * The events with their data checked against their types' schemas (the schemas' output is what
  * is stored), refusing a type the store does not declare. What is not an event at all is left
@@ -176,6 +217,9 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
   const db = isPgPool(database) ? openPostgres({ pool: database }) : database;
   const schema = options.schema ?? 'rastro';
   const types = options.events as EventTypes | undefined;
+  if (types?.hasPersonal && !options.personalData) throw new ConfigError('the store\'s event types declare personal fields: give personalData.masterKey (RASTRO_MASTER_KEY_FILE for the server)');
+  const keys = options.personalData ? subjectKeys(db, schema, masterKey(options.personalData.masterKey)) : undefined;
+  const decoder: EventDecoder = { types, keys };
   const quoted = quoteSchema(schema);
   const sql = eventStoreSql(quoted);
   const snapshots = snapshotSql(quoted);
@@ -268,7 +312,8 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
     validateStreamId(streamId);
     const expected = validateExpectedVersion(options.expectedVersion ?? 'any');
     const tx = options.tx === undefined ? undefined : toQueryable(options.tx);
-    const prepared = prepareEvents(types ? await checkedAgainst(types, events) : events, types);
+    const checked = types ? await checkedAgainst(types, events) : events;
+    const prepared = prepareEvents(types?.hasPersonal ? await sealPersonal(types, keys!, checked, tx) : checked, types);
     if (!tx || !inCallersTransaction(tx)) {
       // One statement, its own transaction: nothing of the caller's to keep usable.
       const result = await appendIn(tx ?? db, streamId, prepared, expected, false);
@@ -288,7 +333,11 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
     }
   }
 
-  const decode = (rows: EventRow[]) => rows.map((row) => decodeEvent<E>(toStoredEvent(row), types));
+  async function decode(rows: EventRow[], target: Queryable = db): Promise<RecordedEvent<E>[]> {
+    const stored = rows.map(toStoredEvent);
+    const batchKeys = await keysFor(decoder, stored.map((event) => event.data), target);
+    return stored.map((event) => decodeEvent<E>(event, decoder, batchKeys));
+  }
 
   async function readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent<E>[]> {
     validateStreamId(streamId);
@@ -296,7 +345,7 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
     const to = validateVersion('toVersion', options.toVersion, Number.MAX_SAFE_INTEGER);
     const target = options.tx === undefined ? db : toQueryable(options.tx);
     const { rows } = await target.query<EventRow>(sql.readStream, [streamId, from, to, null, types?.names ?? null], { prepare: true });
-    return decode(rows);
+    return decode(rows, target);
   }
 
   async function readAll(options: ReadAllOptions<E> = {}): Promise<RecordedEvent<E>[]> {
@@ -313,6 +362,18 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
     schema,
     db,
     events: options.events,
+    decoder,
+    async forget(subject) {
+      if (typeof subject !== 'string' || subject.length === 0 || subject.length > 200) throw new ValidationError('subject', 'must be a data subject\'s id, a string of 1 to 200 characters');
+      if (!keys) throw new ConfigError('forgetting a subject needs the store\'s personalData.masterKey (RASTRO_MASTER_KEY_FILE for the server)');
+      return db.transaction(async (tx) => {
+        const hadKey = await keys.forget(subject, tx);
+        const [event] = prepareEvents([{ type: FORGOTTEN, data: { subject }, metadata: {} }]);
+        await appendIn(tx, `forgotten:${subject}`, [event!], 'any', false);
+        await notifier.appendedIn(tx);
+        return { hadKey, eventId: event!.id };
+      });
+    },
     // The implementation reads and writes untyped events; the store's type is the caller's view of them.
     append: append as EventStore<E>['append'],
     readStream,
@@ -323,7 +384,7 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
         handler: handler as (event: RecordedEvent) => Promise<void> | void, options: subscribeOptions,
       }),
     streamVersion: (streamId, { tx } = {}) => streamVersion(validateStreamId(streamId), executor(tx)),
-    readStreamTail: (streamId, { tx } = {}) => readStreamTail(executor(tx), snapshots, validateStreamId(streamId), types),
+    readStreamTail: (streamId, { tx } = {}) => readStreamTail(executor(tx), snapshots, validateStreamId(streamId), decoder),
     saveSnapshot: (streamId, snapshot, { tx } = {}) => saveSnapshot(executor(tx), snapshots, validateStreamId(streamId), snapshot),
     async dropSnapshots(prefix) {
       return (await db.query(snapshots.dropByPrefix, [prefix])).rowCount;

@@ -1,5 +1,6 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { RastroError, ValidationError } from '../errors.js';
+import type { PersonalFields } from './personal-data.js';
 
 /**
  * Event types by name, each with the type of its data. Declare it as a type or an interface;
@@ -35,6 +36,12 @@ export interface EventDefinition<Data extends object = object> {
   version?: number;
   /** An upcaster from each version below `version` to the next one: `{ 1: (v1) => v2, 2: (v2) => v3 }`. */
   upcast?: { readonly [fromVersion: number]: Upcaster };
+  /**
+   * Fields that are personal data, and the field naming their data subject: stored encrypted
+   * under the subject's key, so forgetting the subject erases them without touching the event
+   * (the store needs `personalData.masterKey`). After that, they read as null.
+   */
+  personal?: PersonalFields;
 }
 
 type SchemaDefinition = StandardSchemaV1<unknown, object> | (EventDefinition & { schema: StandardSchemaV1<unknown, object> });
@@ -47,6 +54,7 @@ interface ResolvedType {
   version: number;
   schema: StandardSchemaV1<unknown, object> | undefined;
   upcast: ReadonlyMap<number, Upcaster>;
+  personal: PersonalFields | undefined;
 }
 
 /** An event version no upcaster chain of this code turns into the current one. */
@@ -82,11 +90,19 @@ function isSchema(value: unknown): value is StandardSchemaV1<unknown, object> {
 
 function resolveType(name: string, definition: unknown): ResolvedType {
   const at = `events.${name}`;
-  if (isSchema(definition)) return { version: 1, schema: definition, upcast: new Map() };
+  if (isSchema(definition)) return { version: 1, schema: definition, upcast: new Map(), personal: undefined };
   if (typeof definition !== 'object' || definition === null || Array.isArray(definition)) {
     throw new ValidationError(at, 'must be a Standard Schema or { schema?, version?, upcast? }');
   }
-  const { schema, version = 1, upcast = {} } = definition as EventDefinition;
+  const { schema, version = 1, upcast = {}, personal } = definition as EventDefinition;
+  if (personal !== undefined) {
+    const { subject, fields } = personal as Partial<PersonalFields>;
+    if (typeof subject !== 'string' || subject.length === 0) throw new ValidationError(`${at}.personal.subject`, 'must name the field that holds the data subject\'s id');
+    if (!Array.isArray(fields) || fields.length === 0 || fields.some((field) => typeof field !== 'string' || field.length === 0)) {
+      throw new ValidationError(`${at}.personal.fields`, 'must list the personal fields (names or dot-separated paths)');
+    }
+    if (fields.some((field) => field === subject || subject.startsWith(`${field}.`))) throw new ValidationError(`${at}.personal.fields`, 'must not include the subject\'s field: it finds the key, so it stays in clear');
+  }
   if (schema !== undefined && !isSchema(schema)) throw new ValidationError(`${at}.schema`, 'must be a Standard Schema (zod 3.24+, valibot, arktype…)');
   if (!Number.isSafeInteger(version) || version < 1 || version > 32_767) throw new ValidationError(`${at}.version`, 'must be an integer from 1 to 32767');
   if (typeof upcast !== 'object' || upcast === null) throw new ValidationError(`${at}.upcast`, 'must map each older version to a function');
@@ -100,7 +116,7 @@ function resolveType(name: string, definition: unknown): ResolvedType {
   for (let v = 1; v < version; v++) {
     if (!chain.has(v)) throw new ValidationError(`${at}.upcast.${v}`, `is missing: version ${version} needs an upcaster from each older version to the next`);
   }
-  return { version, schema, upcast: chain };
+  return { version, schema, upcast: chain, personal: personal === undefined ? undefined : { subject: personal.subject, fields: [...personal.fields] } };
 }
 
 /** A Standard Schema issue's path as a field name: `amount`, `items[0].sku`. */
@@ -158,6 +174,16 @@ export class EventTypes<out E extends EventMap = EventMap> {
       throw new ValidationError(`${at}${issuePath(issue?.path)}`, issue?.message ?? 'is not valid');
     }
     return result.value;
+  }
+
+  /** The personal fields of `type`, when it declares some. */
+  personal(type: string): PersonalFields | undefined {
+    return this.types.get(type)?.personal;
+  }
+
+  /** Whether any type declares personal fields. */
+  get hasPersonal(): boolean {
+    return [...this.types.values()].some((type) => type.personal !== undefined);
   }
 
   /** Whether events of `type` stored at `version` are read as they are. */

@@ -1,8 +1,7 @@
 import type { Queryable } from '../db/database.js';
 import { instant, int8, json } from '../db/values.js';
-import { decodeData } from './decode.js';
+import { decodeData, keysFor, type EventDecoder } from './decode.js';
 import type { RecordedEvent } from './event.js';
-import type { EventTypes } from './event-types.js';
 
 /** A stream's folded state at a version. */
 export interface Snapshot<State> {
@@ -48,14 +47,16 @@ export type SnapshotSql = ReturnType<typeof snapshotSql>;
 type TailRow = { kind: unknown; stream_version: unknown; type: string; data: unknown; occurred_at: unknown; id: string; schema_version: unknown };
 
 /** The stream's latest snapshot and the events after it, their data decoded as every read decodes it (store/decode.ts). */
-export async function readStreamTail<State>(target: Queryable, sql: SnapshotSql, streamId: string, types?: EventTypes): Promise<StreamTail<State>> {
+export async function readStreamTail<State>(target: Queryable, sql: SnapshotSql, streamId: string, decoder: EventDecoder = {}): Promise<StreamTail<State>> {
   const { rows } = await target.query<TailRow>(sql.tail, [streamId], { prepare: true });
   const first = rows[0];
   const snapshot = first && int8(first.kind) === 0 ? { version: int8(first.stream_version), state: json<State>(first.data) } : null;
-  const events = (snapshot ? rows.slice(1) : rows).map((row) => {
+  const tail = (snapshot ? rows.slice(1) : rows).map((row) => ({ row, data: json<Record<string, unknown>>(row.data) }));
+  const keys = await keysFor(decoder, tail.map(({ data }) => data), target);
+  const events = tail.map(({ row, data }) => {
     const occurredAt = instant(row.occurred_at);
-    const data = decodeData({ id: row.id, type: row.type, streamId, occurredAt, data: json(row.data), schemaVersion: int8(row.schema_version) }, types);
-    return { streamVersion: int8(row.stream_version), type: row.type, data, occurredAt };
+    const decoded = decodeData({ id: row.id, type: row.type, streamId, occurredAt, data, schemaVersion: int8(row.schema_version) }, decoder, keys);
+    return { streamVersion: int8(row.stream_version), type: row.type, data: decoded, occurredAt };
   });
   return { snapshot, events };
 }

@@ -23,6 +23,11 @@ export function trailSql(s: string) {
     insertBlock: `insert into ${s}.trail_blocks (block, first_tx_order, first_position, last_tx_order, last_position, events, root, prev, hash)
       values ($1, $2, $3, $4, $5, $6, decode($7, 'hex'), decode($8, 'hex'), decode($9, 'hex'))
       on conflict (block) do nothing returning block`,
+    /** Whether events at positions up to $1 wait to be sealed. */
+    unsealedUpTo: `with last as (select last_tx_order, last_position from ${s}.trail_blocks order by block desc limit 1)
+      select exists (select 1 from ${s}.events e where e.position <= $1
+        and (e.tx_order, e.position) > (coalesce((select last_tx_order from last), 0), coalesce((select last_position from last), 0))) as waiting`,
+    maxPosition: `select coalesce(max(position), 0)::bigint as position from ${s}.events`,
     /** Events committed below the frontier and not sealed yet, and the age of the oldest. */
     sealLag: `with last as (select last_tx_order, last_position from ${s}.trail_blocks order by block desc limit 1)
       select count(*)::bigint as events, extract(epoch from now() - min(e.recorded_at)) as seconds from ${s}.events e

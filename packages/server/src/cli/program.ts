@@ -46,7 +46,8 @@ environment:
   RASTRO_AUDIT_INTERVAL_SECONDS   serve's incremental audits (rastro audit), 0 = none (0)
   RASTRO_SEALER     on|off: whether serve seals the trail (on)
   RASTRO_DIGEST_KEY_FILE, RASTRO_DIGEST_PUBLIC_KEY_FILE   the Ed25519 key that signs digests, the one verify trusts (unsigned; the signing key's)
-  RASTRO_DIGEST_PUBLISH, RASTRO_DIGEST_INTERVAL_SECONDS   where serve publishes digests, folder:<path> or broker, and how often (nowhere, 3600)`;
+  RASTRO_DIGEST_PUBLISH, RASTRO_DIGEST_INTERVAL_SECONDS   where serve publishes digests, folder:<path> or broker, and how often (nowhere, 3600)
+  RASTRO_MASTER_KEY_FILE          the key that wraps data subjects' keys: personal fields open, rastro forget erases them`;
 
 function packageVersion(): string {
   return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;

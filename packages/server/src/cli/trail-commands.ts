@@ -6,6 +6,8 @@ import { parseDigest, type Digest } from 'rastro/internal/trail/digest.js';
 import { proveEvent, verifyProof, type TrailProof } from 'rastro/internal/trail/proof.js';
 import { startSealer } from 'rastro/internal/trail/sealer.js';
 import { takeDigest } from 'rastro/internal/trail/take-digest.js';
+import { trailSql } from 'rastro/internal/trail/sql.js';
+import { quoteSchema } from 'rastro/internal/db/schema-name.js';
 import { trailVerifications } from 'rastro/internal/trail/verifications.js';
 import { verifyTrail } from 'rastro/internal/trail/verify.js';
 import type { RastroConfig } from '../config.js';
@@ -52,12 +54,11 @@ async function seal(options: { once?: boolean }): Promise<void> {
       await stopSignal();
       stopShowing();
     } else {
-      // Until a round seals nothing: what was committed when it started is sealed.
-      let before = -1;
-      while (sealer.sealed.events !== before) {
-        before = sealer.sealed.events;
-        await new Promise((resolve) => setTimeout(resolve, 1500));
-      }
+      // Until every event committed when it started is sealed (by this sealer, or one that held the lease).
+      const sql = trailSql(quoteSchema(store.schema));
+      const { rows: [end] } = await store.db.query<{ position: unknown }>(sql.maxPosition);
+      const waiting = async () => (await store.db.query<{ waiting: boolean }>(sql.unsealedUpTo, [end!.position])).rows[0]!.waiting;
+      while (await waiting()) await new Promise((resolve) => setTimeout(resolve, 200));
     }
     await sealer.stop();
     progress.end();
@@ -110,6 +111,13 @@ function checkProof(proofFile: string, digestFile: string, options: { publicKey?
   console.log(`the proof holds: event ${proof.event.id} (${proof.event.type}, version ${proof.event.streamVersion} of ${proof.event.streamId}) is in block ${proof.blocks[0]!.block} of the trail digest ${digestFile} names${publicKey ? ', signed by the trusted key' : ''}`);
 }
 
+async function forget(store: EventStore, subject: string): Promise<void> {
+  const { hadKey, eventId } = await store.forget(subject);
+  console.log(hadKey
+    ? `forgot ${subject}: its key is deleted, its personal fields read as null from now on; event ${eventId} records the erasure`
+    : `${subject} had no key (no personal data stored, or forgotten before); it stays forgotten, event ${eventId} records it`);
+}
+
 const uuid = (value: string) => {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) throw new Error(`${JSON.stringify(value)} is not an event id (a UUID)`);
 };
@@ -138,6 +146,13 @@ export function registerTrailCommands(program: Command): void {
     .addArgument(checkedArgument('<event-id>', 'the event\'s id', uuid))
     .addOption(new Option('--digest <file>', 'prove against this digest (default: the head block)'))
     .action((eventId: string, options: { digest?: string }) => withStore((store) => prove(store, eventId, options)));
+  program.command('forget')
+    .summary("erase a data subject's personal fields, keeping every event and proof")
+    .description("Deletes the data subject's key (RASTRO_MASTER_KEY_FILE wraps the keys), so its personal fields read as null on every read path from now on, refuses its new personal data, and appends rastro.subject.forgotten to stream forgotten:<subject>. No event is updated: the trail, its blocks and its proofs still verify.")
+    .addArgument(checkedArgument('<subject>', "the data subject's id (a customer id)", (value) => {
+      if (value.length === 0 || value.length > 200) throw new Error('a subject id is 1 to 200 characters');
+    }))
+    .action((subject: string) => withStore((store) => forget(store, subject)));
   program.command('verify-proof')
     .summary('check a proof against a digest, with no database')
     .description('Checks a proof (rastro prove) against a digest (rastro digest): the event hashes to its link, the link leads to its block\'s Merkle root, and the blocks chain to the digest. Exit 0 when it holds, 1 when not, 2 on misuse.')

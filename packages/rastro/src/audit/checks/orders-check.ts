@@ -83,7 +83,7 @@ async function examineChunk(tx: Queryable, sql: Sql, streamIds: string[]): Promi
     const through = handledThrough(history, row?.event_id ?? null, checkpoints, parked.get(streamId));
     if (through === 0) continue;
     const colon = key.indexOf(':');
-    const folded = foldOrderHistory(key.slice(0, colon), key.slice(colon + 1), history.slice(0, through).map((event) => decodeEvent(toStoredEvent(event), undefined)));
+    const folded = foldOrderHistory(key.slice(0, colon), key.slice(colon + 1), history.slice(0, through).map((event) => decodeEvent(toStoredEvent(event), {}, undefined)));
     // As stored: through JSON, as the normalizer's upsert sends it.
     const expected = JSON.parse(JSON.stringify(folded)) as NormalizedOrder;
     if (!row) {
