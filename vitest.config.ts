@@ -25,6 +25,7 @@ const ALONE = [
   'test/deploy/roles.test.ts',
   'test/charges/charge-crash.test.ts',
   'test/brokers/inbox-order.test.ts',
+  'test/trail/seal-kills.test.ts',
 ];
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: 'forks' as const };
 

@@ -12,7 +12,7 @@ import { trailVerifications } from 'rastro/internal/trail/verifications.js';
 import { verifyTrail } from 'rastro/internal/trail/verify.js';
 import type { RastroConfig } from '../config.js';
 import { digestKeys } from '../operations/trail-loops.js';
-import { checkedArgument, jsonOption } from './options.js';
+import { checkedArgument, jsonOption, wholeNumber } from './options.js';
 import { printJson, table } from './output.js';
 import { showWhileRunning, startProgress } from './progress.js';
 import { withRoleStore, withStore } from './services.js';
@@ -44,10 +44,13 @@ function readDigest(file: string): Digest {
 }
 
 /** `rastro seal`: the sealer as a role of its own, until stopped; `--once` seals what there is and exits. */
-async function seal(options: { once?: boolean }): Promise<void> {
+async function seal(options: { once?: boolean; interval: number; maxEvents: number }): Promise<void> {
   await withRoleStore('seal', async (store) => {
     const progress = startProgress({ pipedEveryMs: 10_000 });
-    const sealer = await startSealer({ store, onError: (err) => progress.note(`rastro seal: ${(err as Error).message} (backing off, will retry)`) });
+    const sealer = await startSealer({
+      store, intervalMs: options.interval, maxEvents: options.maxEvents,
+      onError: (err) => progress.note(`rastro seal: ${(err as Error).message} (backing off, will retry)`),
+    });
     if (!options.once) {
       console.log(`sealing the trail of schema ${store.schema} (one sealer at a time; the others stand by)`);
       const stopShowing = showWhileRunning(progress, () => `sealed ${sealer.sealed.blocks} blocks, ${sealer.sealed.events} events`);
@@ -128,7 +131,9 @@ export function registerTrailCommands(program: Command): void {
     .summary('seal the log into blocks of the trail, as a role of its own')
     .description('Seals the log, in global commit order, into blocks whose Merkle roots and chained hashes the trail verifies: one sealer at a time (the others stand by). serve seals by default (RASTRO_SEALER=off where this runs).')
     .option('--once', 'seal what is committed now, then exit')
-    .action((options: { once?: boolean }) => seal(options));
+    .addOption(new Option('--interval <ms>', 'how often it seals what committed since').argParser(wholeNumber('--interval', { min: 10, max: 3_600_000 })).default(1000))
+    .addOption(new Option('--max-events <n>', 'most events in one block').argParser(wholeNumber('--max-events', { min: 1, max: 100_000 })).default(10_000))
+    .action((options: { once?: boolean; interval: number; maxEvents: number }) => seal(options));
   program.command('digest')
     .summary('print a digest of the trail\'s head block, as JSON')
     .description('Prints the head block of the trail as JSON (block, hash, last position, time), signed with Ed25519 when RASTRO_DIGEST_KEY_FILE names a key. Keep it where a database administrator cannot reach it: rastro verify --digest proves later that nothing up to it changed.')
