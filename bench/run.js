@@ -15,8 +15,9 @@ import { intakeSection } from './intake/section.js';
 import { chargesSection } from './charges/section.js';
 import { auditSection } from './audit/section.js';
 import { installSection } from './install/section.js';
+import { trailSection } from './trail/section.js';
 
-const SECTIONS = [installSection, eventStoreSection, httpApiSection, processingSection, replayScaleSection, outboxSection, intakeSection, chargesSection, auditSection];
+const SECTIONS = [installSection, eventStoreSection, httpApiSection, processingSection, replayScaleSection, outboxSection, intakeSection, chargesSection, auditSection, trailSection];
 const RUNS = process.env.BENCH_RUNS ? Math.max(1, Number(process.env.BENCH_RUNS)) : undefined;
 /** Runs per contender: BENCH_RUNS, else the section's own count (noisier sections take more), else 3. */
 const runsOf = (section) => RUNS ?? section.runs ?? 3;

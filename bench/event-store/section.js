@@ -10,16 +10,22 @@ export const eventStoreSection = {
   baseline: 'raw',
   subject: 'rastro',
   rival: 'emmett',
-  contenders: [contender('raw'), contender('rastro'), contender('emmett')],
+  contenders: [contender('raw'), contender('rastro'), contender('unchained'), contender('emmett')],
   rows: [
     { key: 'singleAppend1', name: 'single-event append, 1 client', unit: 'appends/s', minRatio: 0.8 },
     { key: 'singleAppend8', name: 'single-event append, 8 clients', unit: 'appends/s', minRatio: 0.8 },
     { key: 'batchAppend', name: `${batch.size}-event batch append, 1 client`, unit: 'events/s', minRatio: 0.8 },
     { key: 'readAll', name: `read ${read.events.toLocaleString('en-US')} events in global order`, unit: 'events/s', minRatio: 0.6 },
+    // What the trail's chain costs: the same appends, hashed and unhashed.
+    { key: 'singleAppend1', name: 'the chain: single-event append, 1 client', unit: 'appends/s', baseline: { label: 'without the chain', contender: 'unchained', key: 'singleAppend1' }, minRatio: 0.9, target: '≥ 0.9× without' },
+    { key: 'singleAppend8', name: 'the chain: single-event append, 8 clients', unit: 'appends/s', baseline: { label: 'without the chain', contender: 'unchained', key: 'singleAppend8' }, minRatio: 0.9, target: '≥ 0.9× without' },
+    { key: 'batchAppend', name: `the chain: ${batch.size}-event batch append`, unit: 'events/s', baseline: { label: 'without the chain', contender: 'unchained', key: 'batchAppend' }, minRatio: 0.9, target: '≥ 0.9× without' },
   ],
   targets: `
 Targets: single-event append ≥ 0.8× raw insert at the same concurrency; batch append ≥ 0.8× raw
-multi-row insert; readAll ≥ 0.6× raw scan; ahead of Emmett on every row.
+multi-row insert; readAll ≥ 0.6× raw scan; ahead of Emmett on every row. The trail's chain (each
+event's hash, computed in the append's statement) costs at most a tenth: appends with it ≥ 0.9×
+the same appends without it.
 `,
   notes: `
 Each contender runs in its own Node process, in a fresh schema (\`bench_raw_N\`, \`bench_rastro_N\`)
@@ -34,6 +40,9 @@ contender uses a pool of 10 connections and the same events (about 150 bytes of 
   to numbers and jsonb by \`JSON.parse\`, as rastro does.
 - **rastro**: \`store.append\` with the known stream version as \`expectedVersion\` (0, which is
   \`'no-stream'\`, for a new stream); \`store.readAll({ after: lastEvent, limit })\`.
+- **unchained**: rastro as above, in a schema whose \`event_chain\` (migration 0019) is replaced
+  by a function that links nothing: the same statement, the same rows, no hashing. The rows
+  "the chain: …" compare rastro with it.
 - **emmett**: \`@event-driven-io/emmett-postgresql\` 0.42 \`getPostgreSQLEventStore\` on a \`pg\` pool
   of 10 handed to dumbo (\`dumbo({ connectionString, pool })\`, what dumbo would create itself);
   \`appendToStream\` with \`expectedStreamVersion\` (0n for a new stream); reads with
