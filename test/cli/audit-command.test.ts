@@ -9,7 +9,7 @@ describe('rastro audit', () => {
   it('exits 2 naming an unknown check, and for --full with --since', async () => {
     const unknown = await runRastro(['audit', '--check', 'log,ledger'], { RASTRO_DATA_DIR: 'memory://' });
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain('"ledger" is not a check; choose from log, processors');
+    expect(unknown.stderr).toContain('"ledger" is not a check; choose from log, trail, processors');
     const both = await runRastro(['audit', '--full', '--since', '2026-01-01T00:00:00Z'], { RASTRO_DATA_DIR: 'memory://' });
     expect(both.code).toBe(2);
     const date = await runRastro(['audit', '--since', 'yesterday'], { RASTRO_DATA_DIR: 'memory://' });

@@ -42,7 +42,7 @@ describe.each(backends())('logs and server faults on $name', (backend) => {
       instance: `/accounts/${id}/balance`,
     });
     const logged = JSON.stringify(lines.filter((line) => line.msg === 'request failed'));
-    expect(logged).toContain('RASTRO_DATABASE');
+    expect(logged).toContain('RASTRO_NOT_MIGRATED');
     expect(logged).not.toMatch(/select|stack/i);
   });
 });

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { createAccountLedger, type AccountLedger } from 'rastro/internal/accounts/account-ledger.js';
@@ -17,6 +16,7 @@ import { pollProvider } from 'rastro/internal/intake/provider-poller.js';
 import { createEventStore, type EventStore } from 'rastro/internal/store/event-store.js';
 import { openPublisher } from './brokers/open-broker.js';
 import { startTrailLoops } from './operations/trail-loops.js';
+import { readKeyFile } from './key-file.js';
 import type { Publisher } from 'rastro/internal/brokers/message.js';
 import { runRelay, type Relay } from 'rastro/internal/outbox/relay.js';
 import { ORDER_NORMALIZER_POLICY } from 'rastro/internal/intake/order-normalizer.js';
@@ -55,15 +55,6 @@ export function chargesFor(store: EventStore, config: Partial<ChargeConfig>): Ch
  * Wires the services of one rastro installation on a migrated database. Order alerts go to
  * `alert`, else to `orderAlertUrl`, else wait parked until a destination is set.
  */
-/** A key file named in the configuration: one that cannot be read is a configuration error. */
-function readKeyFile(name: string, file: string): Buffer {
-  try {
-    return readFileSync(file);
-  } catch {
-    throw new ConfigError(`${name} names ${JSON.stringify(file)}, which cannot be read`);
-  }
-}
-
 export function createServices(
   db: Database,
   config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'> & { orderAlertUrl?: string; masterKeyFile?: string } & Partial<ChargeConfig>,

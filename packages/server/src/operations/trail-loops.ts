@@ -1,5 +1,4 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Publisher } from 'rastro/internal/brokers/message.js';
 import { ConfigError } from 'rastro/internal/errors.js';
@@ -9,21 +8,15 @@ import { publishDigest } from 'rastro/internal/trail/publish-digest.js';
 import { startSealer, type Sealer } from 'rastro/internal/trail/sealer.js';
 import { takeDigest } from 'rastro/internal/trail/take-digest.js';
 import type { RastroConfig } from '../config.js';
+import { readKeyFile } from '../key-file.js';
 
 /** The key that signs digests and the key verification trusts, from RASTRO_DIGEST_KEY_FILE and RASTRO_DIGEST_PUBLIC_KEY_FILE. */
 export function digestKeys(config: Pick<RastroConfig, 'digestKeyFile' | 'digestPublicKeyFile'>): { signing?: KeyObject; trusted?: KeyObject } {
-  const read = (name: string, file: string) => {
-    try {
-      return readFileSync(file);
-    } catch {
-      throw new ConfigError(`${name} names ${JSON.stringify(file)}, which cannot be read`);
-    }
-  };
-  const signing = config.digestKeyFile ? digestKey(read('RASTRO_DIGEST_KEY_FILE', config.digestKeyFile)) : undefined;
+  const signing = config.digestKeyFile ? digestKey(readKeyFile('RASTRO_DIGEST_KEY_FILE', config.digestKeyFile)) : undefined;
   let trusted: KeyObject | undefined;
   if (config.digestPublicKeyFile) {
     try {
-      trusted = createPublicKey(read('RASTRO_DIGEST_PUBLIC_KEY_FILE', config.digestPublicKeyFile));
+      trusted = createPublicKey(readKeyFile('RASTRO_DIGEST_PUBLIC_KEY_FILE', config.digestPublicKeyFile));
     } catch (err) {
       if (err instanceof ConfigError) throw err;
       throw new ConfigError('RASTRO_DIGEST_PUBLIC_KEY_FILE is not a PEM public key');
