@@ -15,6 +15,7 @@ import { startLeasedLoop } from './runners/leased-loop.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
 import { Reconciler, type ReconcileReport } from './ledger/reconciler.js';
+import { ScannedBelow } from './runners/scanned-below.js';
 
 export interface LiveOptions {
   store: EventStore;
@@ -86,12 +87,13 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
   };
   const leases = new PartitionLeases(runner, sql, partitionLockName(store.schema, processor.name), processor.name, count);
   const counters = new Counters();
+  const scanned = new ScannedBelow();
 
   async function step(): Promise<boolean | 'held'> {
     await leases.rebalance();
     const owned = [...leases.owned];
     if (owned.length === 0) return false;
-    const checkpoints = await loadCheckpoints(db, sql, runId, owned);
+    const checkpoints = scanned.raise(await loadCheckpoints(db, sql, runId, owned));
     const after = [...checkpoints.values()].reduce((min, cp) => (isAfter(min, cp) ? cp : min));
     const limit = options.batchSize ?? 500;
     const input = await readRunBatch(run, WHOLE_LOG, after, limit, { partitions: { count, owned } });
@@ -101,7 +103,10 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
     const last = read[read.length - 1];
     // Events of these partitions committed behind a transaction still open: they are read as
     // soon as it ends, not at the next notification.
-    if (!last) return input.heldBack ? 'held' : false;
+    if (!last) {
+      scanned.record(owned, input.frontier);
+      return input.heldBack ? 'held' : false;
+    }
     // Every owned partition moves past the whole read, also past events of partitions that had them already.
     const final = events[events.length - 1];
     const checkpointing: Checkpointing = { partitions: owned, at: (through) => (through === final ? last : through) };
