@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../db/database.js';
+import type { Queryable, Transaction } from '../db/database.js';
 import { AccountNotFoundError, ConcurrencyError, InsufficientFundsError, PreconditionFailedError, ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
 import type { EventStore } from '../store/event-store.js';
@@ -16,12 +16,19 @@ import {
   type Account,
   type AccountState,
 } from './account.js';
+import { AccountCache } from './account-cache.js';
 
 export interface AccountLedgerOptions {
   /** Write a snapshot every this many events; 0 turns snapshots off. @defaultValue 100 */
   snapshotEvery?: number;
   /** Attempts for a write that loses the race for the account's version. @defaultValue 20 */
   maxAttempts?: number;
+  /**
+   * Accounts whose state this process remembers between requests (see {@link AccountCache}); 0
+   * turns the cache off, and every request then reads the account from its latest snapshot.
+   * @defaultValue 10000
+   */
+  cacheSize?: number;
 }
 
 /** A deposit or withdrawal as the API shows it. */
@@ -36,7 +43,8 @@ export interface Movement {
 export interface WriteOptions {
   /** Fail with PreconditionFailedError unless the account is at this version. */
   ifVersion?: number;
-  tx?: Queryable;
+  /** Write in the caller's transaction; with rastro's own (`db.transaction`), the account is remembered once it commits. */
+  tx?: Queryable | Transaction;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -67,6 +75,9 @@ export function toMovement(event: RecordedEvent): Movement {
   };
 }
 
+/** Events read after a remembered version before the account is read from its snapshot instead. */
+const CATCH_UP = 100;
+
 const jitter = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** attempt, 50)));
 
 /**
@@ -84,20 +95,56 @@ const jitter = (attempt: number) => new Promise((resolve) => setTimeout(resolve,
 export function createAccountLedger(store: EventStore, options: AccountLedgerOptions = {}) {
   const snapshotEvery = options.snapshotEvery ?? 100;
   const maxAttempts = options.maxAttempts ?? 20;
+  const cache = new AccountCache(options.cacheSize ?? 10_000);
 
-  async function get(accountId: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
-    if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
+  /** The account from its latest snapshot and the events after it. */
+  async function readAccount(accountId: string, tx: Queryable | undefined): Promise<Account> {
     const { snapshot, events } = await store.readStreamTail<AccountState>(accountStreamId(accountId), { tx });
     const account = foldAccount(accountId, snapshot, events);
     if (!account) throw new AccountNotFoundError(accountId);
     return account;
   }
 
+  /**
+   * The account as it stands (as `tx` sees it, inside one): a remembered account brought up to
+   * date with the events appended since, or, when none is remembered or more than
+   * {@link CATCH_UP} events followed, read from its snapshot. Outside a transaction, what it read
+   * is committed, and is remembered.
+   */
+  async function get(accountId: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
+    if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
+    const cached = cache.get(accountId);
+    if (cached) {
+      const { id, version, ...state } = cached.account;
+      const since = await store.readStream(accountStreamId(accountId), { fromVersion: version + 1, toVersion: version + CATCH_UP, tx });
+      if (since.length < CATCH_UP) {
+        const account = since.length === 0 ? cached.account : foldAccount(id, { version, state }, since)!;
+        // Nothing appended since this process last wrote: no other writer is about.
+        if (!tx) cache.remember(account, since.length === 0 ? false : undefined);
+        return account;
+      }
+    }
+    const account = await readAccount(accountId, tx);
+    if (!tx) cache.remember(account);
+    return account;
+  }
+
+  /** Remembers `account` once it is committed: now, after the transaction that wrote it commits, or not at all. */
+  function rememberWritten(account: Account, tx: WriteOptions['tx']): void {
+    if (!tx) return cache.remember(account);
+    const afterCommit = (tx as Partial<Transaction>).afterCommit;
+    if (typeof afterCommit === 'function') afterCommit.call(tx, () => cache.remember(account));
+    else cache.forget(account.id);
+  }
+
   async function open(owner: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
     validateOwner(owner);
     const id = randomUUID();
-    await store.append(accountStreamId(id), [{ type: ACCOUNT_OPENED, data: { owner } }], { expectedVersion: 'no-stream', tx });
-    return get(id, { tx });
+    const occurredAt = new Date();
+    await store.append(accountStreamId(id), [{ type: ACCOUNT_OPENED, data: { owner }, occurredAt }], { expectedVersion: 'no-stream', tx });
+    const account: Account = { id, version: 1, owner, createdAt: occurredAt.toISOString(), balance: 0 };
+    rememberWritten(account, tx);
+    return account;
   }
 
   async function snapshotIfDue(account: Account, tx?: Queryable): Promise<void> {
@@ -107,26 +154,48 @@ export function createAccountLedger(store: EventStore, options: AccountLedgerOpt
     }
   }
 
+  /** Why `account` refuses the move, or undefined. */
+  function refusal(account: Account, type: string, amount: number, ifVersion: number | undefined): Error | undefined {
+    if (ifVersion !== undefined && account.version !== ifVersion) return new PreconditionFailedError(`W/"${ifVersion}"`, account.version);
+    const balance = account.balance + (type === ACCOUNT_WITHDRAWN ? -amount : amount);
+    if (balance < 0) return new InsufficientFundsError(account.balance, amount);
+    if (!Number.isSafeInteger(balance)) return new ValidationError('amount', 'would take the balance past the largest safe integer');
+    return undefined;
+  }
+
+  /**
+   * Appends the move at the version the account was read at, so the store refuses it when
+   * another write came first. The account remembered by this process is taken as read: the
+   * append proves it current, and a refusal is only ever decided on the account read afresh.
+   */
   async function move(accountId: string, type: string, amount: number, { ifVersion, tx }: WriteOptions): Promise<Movement> {
     validateAmount(amount);
+    if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
     for (let attempt = 1; ; attempt++) {
-      const account = await get(accountId, { tx });
-      if (ifVersion !== undefined && account.version !== ifVersion) throw new PreconditionFailedError(`W/"${ifVersion}"`, account.version);
-      const delta = type === ACCOUNT_WITHDRAWN ? -amount : amount;
-      if (account.balance + delta < 0) throw new InsufficientFundsError(account.balance, amount);
-      if (!Number.isSafeInteger(account.balance + delta)) throw new ValidationError('amount', 'would take the balance past the largest safe integer');
+      const cached = attempt === 1 ? cache.get(accountId) : undefined;
+      const guess = cached && !cached.contended ? cached.account : undefined;
+      let account = guess ?? (await get(accountId, { tx }));
+      let refused = refusal(account, type, amount, ifVersion);
+      if (refused && guess) {
+        account = await get(accountId, { tx });
+        refused = refusal(account, type, amount, ifVersion);
+      }
+      if (refused) throw refused;
       const event = { id: randomUUID(), type, data: { amount }, occurredAt: new Date() };
       try {
         await store.append(accountStreamId(accountId), [event], { expectedVersion: account.version, tx });
       } catch (err) {
         if (!(err instanceof ConcurrencyError)) throw err;
+        cache.markContended(accountId);
         if (ifVersion !== undefined) throw new PreconditionFailedError(`W/"${ifVersion}"`, err.actual);
         if (attempt >= maxAttempts) throw err;
-        await jitter(attempt);
+        // A remembered account that was behind is no race lost: read it afresh at once.
+        if (account !== guess) await jitter(attempt);
         continue;
       }
-      const after = { ...account, balance: account.balance + delta, version: account.version + 1 };
+      const after = { ...account, balance: account.balance + (type === ACCOUNT_WITHDRAWN ? -amount : amount), version: account.version + 1 };
       await snapshotIfDue(after, tx);
+      rememberWritten(after, tx);
       return { id: event.id, type, amount, version: after.version, occurredAt: event.occurredAt.toISOString() };
     }
   }
@@ -138,6 +207,7 @@ export function createAccountLedger(store: EventStore, options: AccountLedgerOpt
 
   /** Drops every account snapshot and writes one per account from its full history; `onProgress` after each batch of accounts. */
   async function rebuildSnapshots(options: { onProgress?: (progress: { accounts: number; written: number }) => void } = {}): Promise<{ dropped: number; written: number }> {
+    cache.clear();
     const dropped = await store.dropSnapshots(ACCOUNT_STREAM_PREFIX);
     let written = 0;
     let accounts = 0;
