@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/database.js';
+import type { Queryable, Transaction } from '../db/database.js';
 
 /**
  * Wakes subscribers after appends commit. A NOTIFY sent inside the appending transaction would
@@ -15,20 +15,27 @@ export function createAppendNotifier(target: Queryable, channel: string, interva
     target.query('select pg_notify($1, $2)', [channel, '']).catch(() => undefined);
   };
 
+  /** After an append committed outside a caller's transaction. */
+  function appended(): void {
+    if (timer) return;
+    const wait = lastSent + intervalMs - Date.now();
+    if (wait <= 0) return send();
+    timer = setTimeout(() => {
+      timer = undefined;
+      send();
+    }, wait);
+    timer.unref();
+  }
+
   return {
-    /** After an append committed outside a caller's transaction. */
-    appended(): void {
-      if (timer) return;
-      const wait = lastSent + intervalMs - Date.now();
-      if (wait <= 0) return send();
-      timer = setTimeout(() => {
-        timer = undefined;
-        send();
-      }, wait);
-      timer.unref();
-    },
-    /** Inside a caller's transaction: the notification goes out when it commits. */
-    async appendedIn(tx: Queryable): Promise<void> {
+    appended,
+    /**
+     * Inside a transaction: the notification goes out once it commits. With rastro's own
+     * transaction (which has `afterCommit`) it is sent after the commit, as `appended()` sends
+     * it; in a caller's, a NOTIFY inside it, which PostgreSQL delivers at its commit.
+     */
+    async appendedIn(tx: Queryable & Pick<Transaction, 'afterCommit'>): Promise<void> {
+      if (typeof tx.afterCommit === 'function') return tx.afterCommit(appended);
       await tx.query('select pg_notify($1, $2)', [channel, '']);
     },
   };
