@@ -60,7 +60,8 @@ export function eventFrontierSql(s: string): string {
 export function eventStoreSql(s: string) {
   const txOrderNow = `pg_current_xact_id()::text::bigint + (select tx_order_offset from ${s}.store_settings)`;
 
-  const appendWith = (streamCte: string) => `
+  /** The append with `stream` as the stream row's CTE; `also`, a caller's statement run in the same one (see `appendAlso`). */
+  const appendWith = (streamCte: string, also?: string) => `
 with input as (
   select * from unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])
     with ordinality as input(id, type, data, metadata, occurred_at, n)
@@ -72,11 +73,27 @@ with input as (
   from stream, input
   order by input.n
   returning position
-)
+)${also === undefined ? '' : `, also as (
+  ${also}
+)`}
 select (select version from stream) as stream_version,
        (select array_agg(position order by position) from appended) as positions`;
 
+  // As append.exact's.
+  const exactStream = `update ${s}.streams s
+    set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow})
+    where s.stream_id = $1 and s.version = $8
+    returning version, tx_order`;
+
   return {
+    /**
+     * The exact append ($1 to $8 as `append.exact`) and, in the same statement, `also`: an INSERT
+     * or UPDATE of the caller's that selects from `stream` (one row, the stream's new version, when
+     * the events were appended) with its own values from $9 on. One statement, one commit; when
+     * `also` fails (a unique violation, say), the append is undone with it.
+     */
+    appendAlso: (also: string) => appendWith(exactStream, also),
+
     /** $1 stream, $2..$6 event columns, $7 batch size; $8 expected version (exact only). */
     append: {
       any: appendWith(`insert into ${s}.streams as s (stream_id, version, tx_order)

@@ -1,0 +1,67 @@
+import type { Queryable } from '../db/database.js';
+import { ConcurrencyError, ValidationError } from '../errors.js';
+import { withSpan } from '../observability/tracing.js';
+import type { NewEvent } from './event.js';
+import type { EventStoreSql } from './sql.js';
+import { withTraceMetadata } from './trace-metadata.js';
+import { prepareEvents, validateExpectedVersion, validateStreamId } from './validate-append.js';
+
+/** A statement of the caller's, run in the same statement as an append: see {@link appendAlso}. */
+export interface AlsoStatement {
+  /**
+   * An INSERT or UPDATE (a data-modifying statement that may stand in a WITH clause) that selects
+   * from `stream`, which holds one row when the events were appended and none otherwise, so it
+   * writes only with them. Its values are `$9`, `$10`, … Tables are named with their schema.
+   */
+  text: string;
+  values: readonly unknown[];
+}
+
+export interface AppendAlsoResult {
+  streamVersion: number;
+  positions: number[];
+}
+
+interface AppendAlsoContext {
+  db: Queryable;
+  sql: EventStoreSql;
+  streamVersion(streamId: string): Promise<number>;
+  /** After the statement committed. */
+  appended(): void;
+}
+
+/**
+ * Appends new events at exactly `expectedVersion` and, in the same statement, runs `also`: one
+ * round trip and one commit for the events and a row that must exist if and only if they do (an
+ * idempotency key's stored response, say). Throws {@link ConcurrencyError} when the stream is at
+ * another version (nothing is written), and the database's error when `also` fails (a unique
+ * violation), which undoes the append. For new events only: a retry of events already appended
+ * is not recognized as one, as `append` does.
+ */
+export function appendAlso(context: AppendAlsoContext, streamId: string, events: NewEvent[], expectedVersion: number, also: AlsoStatement): Promise<AppendAlsoResult> {
+  const attributes = { 'rastro.stream.id': String(streamId).slice(0, 500), 'rastro.event.count': Array.isArray(events) ? events.length : 0 };
+  return withSpan('rastro.append', attributes, async (span, ctx) => {
+    validateStreamId(streamId);
+    const expected = validateExpectedVersion(expectedVersion);
+    if (typeof expected !== 'number' || expected < 1) throw new ValidationError('expectedVersion', 'must be the version of an existing stream');
+    if (typeof also?.text !== 'string' || !Array.isArray(also.values)) throw new ValidationError('also', 'must be a statement { text, values }');
+    const prepared = prepareEvents(withTraceMetadata(events, ctx));
+    const values = [
+      streamId,
+      prepared.map((event) => event.id),
+      prepared.map((event) => event.type),
+      prepared.map((event) => event.data),
+      prepared.map((event) => event.metadata),
+      prepared.map((event) => event.occurredAt),
+      prepared.length,
+      expected,
+      ...also.values,
+    ];
+    const { rows } = await context.db.query<{ stream_version: number | null; positions: number[] | null }>(context.sql.appendAlso(also.text), values, { prepare: true });
+    const row = rows[0]!;
+    if (row.stream_version === null || !row.positions) throw new ConcurrencyError(streamId, expected, await context.streamVersion(streamId));
+    context.appended();
+    if (span.isRecording()) span.setAttributes({ 'rastro.stream.version': row.stream_version, 'rastro.positions': row.positions });
+    return { streamVersion: row.stream_version, positions: row.positions };
+  });
+}
