@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable, Transaction } from '../db/database.js';
 import { AccountNotFoundError, ConcurrencyError, InsufficientFundsError, PreconditionFailedError, ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
+import type { AlsoStatement } from '../store/append-also.js';
 import type { EventStore } from '../store/event-store.js';
 import { unstorableReason } from '../store/storable-text.js';
 import {
@@ -45,6 +46,11 @@ export interface WriteOptions {
   ifVersion?: number;
   /** Write in the caller's transaction; with rastro's own (`db.transaction`), the account is remembered once it commits. */
   tx?: Queryable | Transaction;
+  /**
+   * A row of the caller's written in the same statement as the move's event, given the movement
+   * it records (an idempotency key's stored response): both are written, or neither. Not with `tx`.
+   */
+  also?: (movement: Movement) => AlsoStatement;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -168,8 +174,9 @@ export function createAccountLedger(store: EventStore, options: AccountLedgerOpt
    * another write came first. The account remembered by this process is taken as read: the
    * append proves it current, and a refusal is only ever decided on the account read afresh.
    */
-  async function move(accountId: string, type: string, amount: number, { ifVersion, tx }: WriteOptions): Promise<Movement> {
+  async function move(accountId: string, type: string, amount: number, { ifVersion, tx, also }: WriteOptions): Promise<Movement> {
     validateAmount(amount);
+    if (also !== undefined && (typeof also !== 'function' || tx !== undefined)) throw new ValidationError('also', 'must be a function returning a statement, without tx');
     if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
     for (let attempt = 1; ; attempt++) {
       const cached = attempt === 1 ? cache.get(accountId) : undefined;
@@ -182,8 +189,10 @@ export function createAccountLedger(store: EventStore, options: AccountLedgerOpt
       }
       if (refused) throw refused;
       const event = { id: randomUUID(), type, data: { amount }, occurredAt: new Date() };
+      const movement = { id: event.id, type, amount, version: account.version + 1, occurredAt: event.occurredAt.toISOString() };
       try {
-        await store.append(accountStreamId(accountId), [event], { expectedVersion: account.version, tx });
+        if (also) await store.appendAlso(accountStreamId(accountId), [event], account.version, also(movement));
+        else await store.append(accountStreamId(accountId), [event], { expectedVersion: account.version, tx });
       } catch (err) {
         if (!(err instanceof ConcurrencyError)) throw err;
         cache.markContended(accountId);
@@ -193,10 +202,10 @@ export function createAccountLedger(store: EventStore, options: AccountLedgerOpt
         if (account !== guess) await jitter(attempt);
         continue;
       }
-      const after = { ...account, balance: account.balance + (type === ACCOUNT_WITHDRAWN ? -amount : amount), version: account.version + 1 };
+      const after = { ...account, balance: account.balance + (type === ACCOUNT_WITHDRAWN ? -amount : amount), version: movement.version };
       await snapshotIfDue(after, tx);
       rememberWritten(after, tx);
-      return { id: event.id, type, amount, version: after.version, occurredAt: event.occurredAt.toISOString() };
+      return movement;
     }
   }
 
