@@ -6,7 +6,8 @@ import { ChargeNotFoundError, ConfigError, IdempotencyKeyReusedError, Validation
 import { validateIdempotencyKey } from '../idempotency-key.js';
 import { UUID } from '../store/validate-append.js';
 import { EffectDeclinedError, type EffectType, type SettledEffect } from '../processing/ledger/effect-type.js';
-import { createOutbox, type Outbox } from '../outbox/outbox.js';
+import { createOutbox, outboxChannel, outboxMessageValues, type Outbox, type OutboxMessage } from '../outbox/outbox.js';
+import { createAppendNotifier } from '../store/append-notifier.js';
 import type { EventStore } from '../store/event-store.js';
 import type { Acquirer, Capture } from './acquirer.js';
 import { CAPTURE_EFFECT, captureKey, chargeSql, STATES_OF_STATUS } from './sql.js';
@@ -119,6 +120,21 @@ function toCharge(row: ChargeRow): Charge {
   };
 }
 
+/** What a charge's messages say of it. */
+type ChargeFacts = Pick<Charge, 'id' | 'idempotencyKey' | 'amountCents' | 'currency' | 'customerId' | 'status' | 'captureId' | 'reason'>;
+
+/** The outbox message of a settled charge; none while it is PENDING. */
+function settledMessage(charge: ChargeFacts): OutboxMessage | undefined {
+  const type = { CAPTURED: 'ChargeCaptured', FAILED: 'ChargeFailed', NEEDS_REVIEW: 'ChargeNeedsReview', PENDING: undefined }[charge.status];
+  if (!type) return undefined;
+  return {
+    aggregateType: 'charge',
+    aggregateId: charge.id,
+    type,
+    payload: { chargeId: charge.id, idempotencyKey: charge.idempotencyKey, amountCents: charge.amountCents, currency: charge.currency, customerId: charge.customerId, captureId: charge.captureId, reason: charge.reason },
+  };
+}
+
 function message(err: unknown): string {
   if (err instanceof Error && err.name === 'TimeoutError') return 'the acquirer did not answer in time';
   return (err instanceof Error ? err.message : String(err)).slice(0, 500);
@@ -144,9 +160,12 @@ function chargeIdOf(key: string): string {
  * ```
  */
 export function createCharges(store: EventStore, options: ChargeOptions = {}) {
-  const sql = chargeSql(quoteSchema(store.schema));
   const db = store.db;
   const outbox = options.outbox ?? createOutbox(db, { schema: store.schema });
+  // The request's own messages are written by its statements, in the outbox's schema.
+  const sql = chargeSql(quoteSchema(store.schema), quoteSchema(outbox.schema));
+  // Relays are woken after those statements commit, at most every 10 ms, as appends wake readers.
+  const notifier = createAppendNotifier(db, outboxChannel(outbox.schema));
   const timeoutMs = options.timeoutMs ?? 10_000;
   const deadlineMs = options.deadlineMs ?? 120_000;
   if (!(deadlineMs > timeoutMs)) {
@@ -163,14 +182,8 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
   }
 
   async function writeSettledRow(tx: Queryable, charge: Charge): Promise<void> {
-    const type = { CAPTURED: 'ChargeCaptured', FAILED: 'ChargeFailed', NEEDS_REVIEW: 'ChargeNeedsReview', PENDING: undefined }[charge.status];
-    if (!type) return;
-    await outbox.write(tx, {
-      aggregateType: 'charge',
-      aggregateId: charge.id,
-      type,
-      payload: { chargeId: charge.id, idempotencyKey: charge.idempotencyKey, amountCents: charge.amountCents, currency: charge.currency, customerId: charge.customerId, captureId: charge.captureId, reason: charge.reason },
-    });
+    const message = settledMessage(charge);
+    if (message) await outbox.write(tx, message);
   }
 
   async function capture(row: { id: string; idempotency_key: string; amount_cents: number; currency: string; customer_id: string }): Promise<Capture> {
@@ -182,15 +195,15 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
    * Records the outcome of a call made on the request's path and its outbox message, in one
    * transaction; returns the charge as settled, or undefined when reconciliation settled it first.
    */
-  async function settle(id: string, state: 'done' | 'failed', result: unknown, error: string | null): Promise<Charge | undefined> {
-    return db.transaction(async (tx) => {
-      const { rows } = await tx.query<ChargeRow>(sql.settle, [captureKey(id), state, JSON.stringify(result ?? null), error, id], { prepare: true });
-      // Reconciliation settled it first (and wrote its message): nothing more to say.
-      if (rows.length === 0) return undefined;
-      const charge = toCharge(rows[0]!);
-      await writeSettledRow(tx, charge);
-      return charge;
-    });
+  async function settle(started: ChargeFacts, state: 'done' | 'failed', result: Capture | null, error: string | null): Promise<Charge | undefined> {
+    // The message as the settled charge will read: its capture, or why it failed.
+    const settled: ChargeFacts = { ...started, status: state === 'done' ? 'CAPTURED' : 'FAILED', captureId: result?.captureId ?? null, reason: state === 'done' ? null : error };
+    const values = [captureKey(started.id), state, JSON.stringify(result ?? null), error, started.id, ...outboxMessageValues(settledMessage(settled)!)];
+    const { rows } = await db.query<ChargeRow>(sql.settle, values, { prepare: true });
+    // Reconciliation settled it first (and wrote its message): nothing more to say.
+    if (rows.length === 0) return undefined;
+    notifier.appended();
+    return toCharge(rows[0]!);
   }
 
   const effectType: EffectType = {
@@ -245,18 +258,15 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
       if (!acquirer) throw new ConfigError('no acquirer is configured: set RASTRO_ACQUIRER_URL');
       const hash = fingerprint(request);
       const id = randomUUID();
-      const created = await db.transaction(async (tx) => {
-        const { rows } = await tx.query(sql.insert, [id, key, hash, request.customerId, request.amountCents, request.currency, captureKey(id)], { prepare: true });
-        if (rows.length === 0) return false;
-        await outbox.write(tx, {
-          aggregateType: 'charge',
-          aggregateId: id,
-          type: 'ChargeStarted',
-          payload: { chargeId: id, idempotencyKey: key, amountCents: request.amountCents, currency: request.currency, customerId: request.customerId },
-        });
-        return true;
+      const startedMessage = outboxMessageValues({
+        aggregateType: 'charge',
+        aggregateId: id,
+        type: 'ChargeStarted',
+        payload: { chargeId: id, idempotencyKey: key, amountCents: request.amountCents, currency: request.currency, customerId: request.customerId },
       });
-      if (!created) {
+      const { rows: created } = await db.query(sql.insert, [id, key, hash, request.customerId, request.amountCents, request.currency, captureKey(id), ...startedMessage], { prepare: true });
+      if (created.length > 0) notifier.appended();
+      else {
         const row = (await db.query<ChargeRow>(sql.byKey, [key])).rows[0];
         if (!row) throw new Error('a charge with this key was neither created nor found');
         if (row.request_hash !== hash) throw new IdempotencyKeyReusedError();
@@ -271,12 +281,13 @@ export function createCharges(store: EventStore, options: ChargeOptions = {}) {
       } catch (err) {
         failure = err;
       }
+      const started: ChargeFacts = { id, idempotencyKey: key, ...request, status: 'PENDING', captureId: null, reason: null };
       let settled: Charge | undefined;
-      if (made) settled = await settle(id, 'done', made, null);
-      else if (failure instanceof EffectDeclinedError) settled = await settle(id, 'failed', null, message(failure));
+      if (made) settled = await settle(started, 'done', made, null);
+      else if (failure instanceof EffectDeclinedError) settled = await settle(started, 'failed', null, message(failure));
       // A timeout, a reset, a 5xx: the capture may have happened. PENDING, for reconciliation.
       else await db.query(sql.ambiguous, [captureKey(id), message(failure)]);
-      // Settled here, the transaction returned the charge; otherwise it is read as it stands.
+      // Settled here, the statement returned the charge; otherwise it is read as it stands.
       return { charge: settled ?? toCharge((await load(db, id))!), replayed: false };
     },
 
