@@ -47,4 +47,36 @@ describe.each(backends())('a live runner of rare event types on $name', (backend
       await runner.stop();
     }
   });
+
+  it('wakes for appends of its types, not for others', async () => {
+    const { db, schema } = await freshSchema(backend);
+    let reads = 0;
+    const recording: Database = {
+      ...db,
+      query: (text, values, options) => {
+        if (text.includes('fr as materialized')) reads += 1;
+        return db.query(text, values, options);
+      },
+    };
+    const store = createEventStore(recording, { schema });
+    const handled: number[] = [];
+    const processor = defineProcessor({ name: 'rare', handlers: { Rare: async (event) => void handled.push(Number(event.data.n)) } });
+    // A poll far away: only notifications make it read.
+    const runner = await runLive(processor, { store, policy: {}, pollIntervalMs: 60_000 });
+    try {
+      await until(() => reads >= 1, 'the first read');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const before = reads;
+      for (let i = 0; i < 10; i++) {
+        await store.append(`account-${i}`, [{ type: 'AccountDeposited', data: { amount: 1 } }]);
+        await new Promise((resolve) => setTimeout(resolve, 15));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(reads).toBe(before);
+      await store.append('rare-1', [{ type: 'Rare', data: { n: 1 } }]);
+      await until(() => handled.length === 1, 'the rare event, long before the poll');
+    } finally {
+      await runner.stop();
+    }
+  });
 });

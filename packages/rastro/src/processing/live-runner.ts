@@ -1,6 +1,7 @@
 import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
+import { appendedTypes } from '../store/append-notifier.js';
 import { eventsChannel, releaseChannel } from '../store/subscribe.js';
 import { sweepAbandonedReservations } from './effect-admin.js';
 import { validatePolicy, type EffectPolicy } from './policy.js';
@@ -8,7 +9,7 @@ import type { Processor } from './processor.js';
 import { ParkedStreamReleasedError } from './parked-streams.js';
 import { processEvents } from './process-events.js';
 import { saveProgress, type Checkpointing } from './progress.js';
-import { isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
+import { handledTypes, isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
 import { openRunnerSession } from './runner-session.js';
 import { PartitionLeases, partitionLockName } from './runners/partition-leases.js';
 import { startLeasedLoop } from './runners/leased-loop.js';
@@ -88,6 +89,7 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
   const leases = new PartitionLeases(runner, sql, partitionLockName(store.schema, processor.name), processor.name, count);
   const counters = new Counters();
   const scanned = new ScannedBelow();
+  const handled = new Set(handledTypes(processor));
 
   async function step(): Promise<boolean | 'held'> {
     await leases.rebalance();
@@ -134,6 +136,8 @@ export async function runLive(processor: Processor, options: LiveOptions): Promi
   const loop = await startLeasedLoop(runner, leases, {
     db,
     channels: [eventsChannel(store.schema)],
+    // Appends of other types are no reason to read; the poll still comes.
+    wakesFor: (payload) => appendedTypes(payload)?.some((type) => handled.has(type)) ?? true,
     releaseChannels: [releaseChannel(store.schema)],
     pollIntervalMs,
     backoffMs: pollIntervalMs,

@@ -26,8 +26,8 @@ interface AppendAlsoContext {
   db: Queryable;
   sql: EventStoreSql;
   streamVersion(streamId: string): Promise<number>;
-  /** After the statement committed. */
-  appended(): void;
+  /** After the statement committed, with the appended events' types. */
+  appended(types: readonly string[]): void;
 }
 
 /**
@@ -60,7 +60,7 @@ export function appendAlso(context: AppendAlsoContext, streamId: string, events:
     const { rows } = await context.db.query<{ stream_version: number | null; positions: number[] | null }>(context.sql.appendAlso(also.text), values, { prepare: true });
     const row = rows[0]!;
     if (row.stream_version === null || !row.positions) throw new ConcurrencyError(streamId, expected, await context.streamVersion(streamId));
-    context.appended();
+    context.appended(prepared.map((event) => event.type));
     if (span.isRecording()) span.setAttributes({ 'rastro.stream.version': row.stream_version, 'rastro.positions': row.positions });
     return { streamVersion: row.stream_version, positions: row.positions };
   });

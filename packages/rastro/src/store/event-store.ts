@@ -236,14 +236,14 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     const { tx } = options;
     if (!tx) {
       const result = await appendIn(db, streamId, prepared, expected, false);
-      notifier.appended();
+      notifier.appended(prepared.map((event) => event.type));
       return result;
     }
     // In the caller's transaction a failed statement would abort all of its work: contain it.
     await tx.query('savepoint rastro_append');
     try {
       const result = await appendIn(tx, streamId, prepared, expected, true);
-      await notifier.appendedIn(tx);
+      await notifier.appendedIn(tx, prepared.map((event) => event.type));
       await tx.query('release savepoint rastro_append');
       return result;
     } catch (err) {
