@@ -81,9 +81,6 @@ export function toMovement(event: RecordedEvent): Movement {
   };
 }
 
-/** Events read after a remembered version before the account is read from its snapshot instead. */
-const CATCH_UP = 100;
-
 const jitter = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** attempt, 50)));
 
 /**
@@ -113,24 +110,25 @@ export function createAccountLedger(store: EventStore, options: AccountLedgerOpt
 
   /**
    * The account as it stands (as `tx` sees it, inside one): a remembered account brought up to
-   * date with the events appended since, or, when none is remembered or more than
-   * {@link CATCH_UP} events followed, read from its snapshot. Outside a transaction, what it read
-   * is committed, and is remembered.
+   * date with what was appended since (from a newer snapshot, if one was taken meanwhile), or
+   * read from its snapshot. Outside a transaction, what it read is committed, and is remembered.
    */
   async function get(accountId: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
     if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
     const cached = cache.get(accountId);
-    if (cached) {
-      const { id, version, ...state } = cached.account;
-      const since = await store.readStream(accountStreamId(accountId), { fromVersion: version + 1, toVersion: version + CATCH_UP, tx });
-      if (since.length < CATCH_UP) {
-        const account = since.length === 0 ? cached.account : foldAccount(id, { version, state }, since)!;
-        // Nothing appended since this process last wrote: no other writer is about.
-        if (!tx) cache.remember(account, since.length === 0 ? false : undefined);
-        return account;
-      }
+    if (!cached) {
+      const account = await readAccount(accountId, tx);
+      if (!tx) cache.remember(account);
+      return account;
     }
-    const account = await readAccount(accountId, tx);
+    const { id, version, ...state } = cached.account;
+    const since = await store.readStreamTail<AccountState>(accountStreamId(accountId), { tx, afterVersion: version });
+    if (!since.snapshot && since.events.length === 0) {
+      // Nothing appended since this process last wrote: no other writer is about.
+      if (!tx) cache.remember(cached.account, false);
+      return cached.account;
+    }
+    const account = foldAccount(id, since.snapshot ?? { version, state }, since.events)!;
     if (!tx) cache.remember(account);
     return account;
   }

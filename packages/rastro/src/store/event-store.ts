@@ -75,8 +75,11 @@ export interface EventStore {
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   subscribe(after: LogCheckpoint, handler: (event: RecordedEvent) => Promise<void> | void, options?: SubscribeOptions): Subscription;
-  /** The stream's latest snapshot and the events after it (all events when there is none). */
-  readStreamTail<State>(streamId: string, options?: { tx?: Queryable }): Promise<StreamTail<State>>;
+  /**
+   * The stream's latest snapshot and the events after it (all events when there is none); with
+   * `afterVersion`, for a reader that holds the state at that version, only what is newer.
+   */
+  readStreamTail<State>(streamId: string, options?: { tx?: Queryable; afterVersion?: number }): Promise<StreamTail<State>>;
   /** Saves a snapshot unless a newer one is stored. Snapshots are derived: events stay the truth. */
   saveSnapshot(streamId: string, snapshot: Snapshot<unknown>, options?: { tx?: Queryable }): Promise<void>;
   /** Deletes the snapshots of every stream whose id starts with `prefix`; returns how many. */
@@ -279,7 +282,8 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     subscribe: (after, handler, subscribeOptions) =>
       subscribeToLog({ db, schema, read: (from, limit) => readAll({ after: from, limit }), after: validateCheckpoint(after), handler, options: subscribeOptions }),
     streamVersion: (streamId, { tx } = {}) => streamVersion(validateStreamId(streamId), tx),
-    readStreamTail: (streamId, { tx } = {}) => readStreamTail(tx ?? db, snapshots, validateStreamId(streamId)),
+    readStreamTail: (streamId, { tx, afterVersion } = {}) =>
+      readStreamTail(tx ?? db, snapshots, validateStreamId(streamId), afterVersion === undefined ? undefined : validateVersion('afterVersion', afterVersion, 0)),
     saveSnapshot: (streamId, snapshot, { tx } = {}) => saveSnapshot(tx ?? db, snapshots, validateStreamId(streamId), snapshot),
     async dropSnapshots(prefix) {
       return (await db.query(snapshots.dropByPrefix, [prefix])).rowCount;

@@ -32,6 +32,18 @@ export function snapshotSql(s: string) {
         from ${s}.events
        where stream_id = $1 and stream_version > coalesce((select version from snap), 0) and stream_version <= 9007199254740991
       order by kind, stream_version`,
+    /**
+     * `tail` for a reader that holds the stream's state at version $2: the snapshot only when it is
+     * newer, and the events after the later of the two (none, usually: one index probe).
+     */
+    tailAfter: `with snap as (select version, state from ${s}.snapshots where stream_id = $1 and version > $2)
+      select 0 as kind, version as stream_version, null::text as type, state as data, null::timestamptz as occurred_at
+        from snap
+      union all
+      select 1, stream_version, type, data, occurred_at
+        from ${s}.events
+       where stream_id = $1 and stream_version > greatest(coalesce((select version from snap), 0), $2) and stream_version <= 9007199254740991
+      order by kind, stream_version`,
     save: `insert into ${s}.snapshots (stream_id, version, state) values ($1, $2, $3)
       on conflict (stream_id) do update set version = excluded.version, state = excluded.state, taken_at = now()
       where snapshots.version < excluded.version`,
@@ -42,10 +54,11 @@ export function snapshotSql(s: string) {
 
 export type SnapshotSql = ReturnType<typeof snapshotSql>;
 
-export async function readStreamTail<State>(target: Queryable, sql: SnapshotSql, streamId: string): Promise<StreamTail<State>> {
+/** The stream's latest snapshot and the events after it; with `afterVersion`, only what is newer than that version. */
+export async function readStreamTail<State>(target: Queryable, sql: SnapshotSql, streamId: string, afterVersion?: number): Promise<StreamTail<State>> {
   const { rows } = await target.query<{ kind: number; stream_version: number; type: string; data: Record<string, unknown>; occurred_at: Date }>(
-    sql.tail,
-    [streamId],
+    afterVersion === undefined ? sql.tail : sql.tailAfter,
+    afterVersion === undefined ? [streamId] : [streamId, afterVersion],
     { prepare: true },
   );
   const first = rows[0];
