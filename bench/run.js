@@ -14,8 +14,9 @@ import { outboxSection } from './outbox/section.js';
 import { intakeSection } from './intake/section.js';
 import { chargesSection } from './charges/section.js';
 import { auditSection } from './audit/section.js';
+import { growthSection } from './growth/section.js';
 
-const SECTIONS = [eventStoreSection, httpApiSection, processingSection, replayScaleSection, outboxSection, intakeSection, chargesSection, auditSection];
+const SECTIONS = [eventStoreSection, httpApiSection, processingSection, replayScaleSection, outboxSection, intakeSection, chargesSection, auditSection, growthSection];
 const RUNS = process.env.BENCH_RUNS ? Math.max(1, Number(process.env.BENCH_RUNS)) : undefined;
 /** Runs per contender: BENCH_RUNS, else the section's own count (noisier sections take more), else 3. */
 const runsOf = (section) => RUNS ?? section.runs ?? 3;
