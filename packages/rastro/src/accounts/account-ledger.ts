@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable, Transaction } from '../db/database.js';
 import { AccountNotFoundError, ConcurrencyError, InsufficientFundsError, PreconditionFailedError, ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
-import type { AlsoStatement } from '../store/append-also.js';
+import type { AlsoStatement } from '../store/append-new.js';
 import type { EventStore } from '../store/event-store.js';
 import { unstorableReason } from '../store/storable-text.js';
 import {
@@ -189,8 +189,9 @@ export function createAccountLedger(store: EventStore, options: AccountLedgerOpt
       const event = { id: randomUUID(), type, data: { amount }, occurredAt: new Date() };
       const movement = { id: event.id, type, amount, version: account.version + 1, occurredAt: event.occurredAt.toISOString() };
       try {
-        if (also) await store.appendAlso(accountStreamId(accountId), [event], account.version, also(movement));
-        else await store.append(accountStreamId(accountId), [event], { expectedVersion: account.version, tx });
+        // The event is new (its id made here): outside a transaction, one statement, with `also` in it.
+        if (tx) await store.append(accountStreamId(accountId), [event], { expectedVersion: account.version, tx });
+        else await store.appendNew(accountStreamId(accountId), [event], account.version, also?.(movement));
       } catch (err) {
         if (!(err instanceof ConcurrencyError)) throw err;
         cache.markContended(accountId);

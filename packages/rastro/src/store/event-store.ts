@@ -7,7 +7,7 @@ import { LOG_START, toRecordedEvent, type EventMetadata, type EventRow, type Log
 import { readStreamTail, saveSnapshot, snapshotSql, type Snapshot, type StreamTail } from './snapshots.js';
 import { eventStoreSql } from './sql.js';
 import { createAppendNotifier } from './append-notifier.js';
-import { appendAlso, type AlsoStatement } from './append-also.js';
+import { appendNew, type AlsoStatement } from './append-new.js';
 import { eventsChannel, subscribeToLog, type Subscription, type SubscribeOptions } from './subscribe.js';
 import { prepareEvents, validateExpectedVersion, validateStreamId, type PreparedEvent } from './validate-append.js';
 import { withSpan } from '../observability/tracing.js';
@@ -70,8 +70,8 @@ export interface ReaderDelay {
 
 export interface EventStore {
   append(streamId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
-  /** New events at exactly `expectedVersion`, and a row of the caller's, in one statement: see {@link appendAlso}. */
-  appendAlso(streamId: string, events: NewEvent[], expectedVersion: number, also: AlsoStatement): Promise<AppendResult>;
+  /** New events at exactly `expectedVersion`, and optionally a row of the caller's, in one statement: see {@link appendNew}. */
+  appendNew(streamId: string, events: NewEvent[], expectedVersion: number, also?: AlsoStatement): Promise<AppendResult>;
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   subscribe(after: LogCheckpoint, handler: (event: RecordedEvent) => Promise<void> | void, options?: SubscribeOptions): Subscription;
@@ -275,8 +275,8 @@ export function createEventStore(db: Database, options: EventStoreOptions = {}):
     schema,
     db,
     append,
-    appendAlso: (streamId, events, expectedVersion, also) =>
-      appendAlso({ db, sql, streamVersion: (id) => streamVersion(id), appended: notifier.appended }, streamId, events, expectedVersion, also),
+    appendNew: (streamId, events, expectedVersion, also) =>
+      appendNew({ db, sql, streamVersion: (id) => streamVersion(id), appended: notifier.appended }, streamId, events, expectedVersion, also),
     readStream,
     readAll,
     subscribe: (after, handler, subscribeOptions) =>

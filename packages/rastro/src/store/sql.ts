@@ -60,7 +60,7 @@ export function eventFrontierSql(s: string): string {
 export function eventStoreSql(s: string) {
   const txOrderNow = `pg_current_xact_id()::text::bigint + (select tx_order_offset from ${s}.store_settings)`;
 
-  /** The append with `stream` as the stream row's CTE; `also`, a caller's statement run in the same one (see `appendAlso`). */
+  /** The append with `stream` as the stream row's CTE; `also`, a caller's statement run in the same one (see `appendNew`). */
   const appendWith = (streamCte: string, also?: string) => `
 with input as (
   select * from unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])
@@ -79,6 +79,21 @@ with input as (
 select (select version from stream) as stream_version,
        (select array_agg(position order by position) from appended) as positions`;
 
+  /** `appendWith` for one event, its columns as scalars ($2 to $6, $7 = 1) rather than arrays. */
+  const appendOneWith = (streamCte: string, also?: string) => `
+with stream as (
+  ${streamCte}
+), appended as (
+  insert into ${s}.events (tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at)
+  select stream.tx_order, $1, stream.version, $2::uuid, $3::text, $4::jsonb, $5::jsonb, $6::timestamptz
+  from stream
+  returning position
+)${also === undefined ? '' : `, also as (
+  ${also}
+)`}
+select (select version from stream) as stream_version,
+       (select array_agg(position) from appended) as positions`;
+
   // As append.exact's.
   const exactStream = `update ${s}.streams s
     set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow})
@@ -87,12 +102,13 @@ select (select version from stream) as stream_version,
 
   return {
     /**
-     * The exact append ($1 to $8 as `append.exact`) and, in the same statement, `also`: an INSERT
-     * or UPDATE of the caller's that selects from `stream` (one row, the stream's new version, when
-     * the events were appended) with its own values from $9 on. One statement, one commit; when
-     * `also` fails (a unique violation, say), the append is undone with it.
+     * The exact append of new events ($1 to $8 as `append.exact`; with `one`, a single event's
+     * columns as scalars) and, in the same statement, `also`: an INSERT or UPDATE of the caller's
+     * that selects from `stream` (one row, the stream's new version, when the events were
+     * appended) with its own values from $9 on. One statement, one commit; when `also` fails (a
+     * unique violation, say), the append is undone with it.
      */
-    appendAlso: (also: string) => appendWith(exactStream, also),
+    appendNew: (one: boolean, also?: string) => (one ? appendOneWith : appendWith)(exactStream, also),
 
     /** $1 stream, $2..$6 event columns, $7 batch size; $8 expected version (exact only). */
     append: {

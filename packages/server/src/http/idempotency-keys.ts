@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Database, Queryable } from 'rastro/internal/db/database.js';
 import { quoteSchema } from 'rastro/internal/db/schema-name.js';
 import { isDatabaseUnavailable, isUniqueViolation } from 'rastro/internal/db/database-error.js';
-import type { AlsoStatement } from 'rastro/internal/store/append-also.js';
+import type { AlsoStatement } from 'rastro/internal/store/append-new.js';
 import { IdempotencyKeyInFlightError } from 'rastro/internal/errors.js';
 
 /** A stored first response. */
@@ -48,7 +48,7 @@ function sql(s: string) {
       where key = $1 and owner = $2 and state = 'in_flight'`,
     release: `delete from ${s}.idempotency_keys where key = $1 and owner = $2 and state = 'in_flight'`,
     /**
-     * A finished request's key and response, as `also` of an append (see `appendAlso`): written
+     * A finished request's key and response, as `also` of an append (see `appendNew`): written
      * in the statement that appends the request's events, only when they are appended. Taken
      * keys fail it with a unique violation, which undoes the append.
      */

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database, Queryable } from 'rastro/internal/db/database.js';
 import { IdempotencyKeyInFlightError, IdempotencyKeyReusedError, RastroError } from 'rastro/internal/errors.js';
 import { isDatabaseUnavailable } from 'rastro/internal/db/database-error.js';
-import type { AlsoStatement } from 'rastro/internal/store/append-also.js';
+import type { AlsoStatement } from 'rastro/internal/store/append-new.js';
 import { isKeyTaken, requestFingerprint, validateIdempotencyKey, type IdempotencyKeys, type StoredResponse } from './idempotency-keys.js';
 import { problemFor, sendProblem } from './problem.js';
 
