@@ -125,9 +125,10 @@ Rows:
    interval); each connection reads its own account's \`GET /accounts/{id}/balance\`: ${warmupMs / 1000} s warm-up,
    ${durationMs / 1000} s measured. rastro remembers the accounts (its deposits filled them), so a read finds no event
    after the remembered version. **Nothing remembered**: the same accounts and reads on another
-   server with \`accountCacheSize: 0\` (\`RASTRO_ACCOUNT_CACHE_SIZE=0\`), where every read folds the ${balanceEvents}
-   events from the stream's start (no snapshot below version 100): what a read costs on a process
-   that has not seen the account, such as another server behind the same load balancer.
+   server with \`accountCacheSize: 0\` (\`RASTRO_ACCOUNT_CACHE_SIZE=0\`), its tables analyzed after the fill,
+   where every read folds the ${balanceEvents} events from the stream's start (no snapshot below version 100):
+   what a read costs on a process that has not seen the account, such as another server behind the
+   same load balancer.
 3. **sequential, ${balanceEvents} events**: one connection, one request at a time: ${sequential.warmup} warm-up reads, then
    ${sequential.requests} measured, of one of those accounts; the raw server's p99 is this machine's floor for a
    sequential request. p50: raw ${ms(raw.sequentialP50)} ms, rastro ${ms(rastro.sequentialP50)} ms.

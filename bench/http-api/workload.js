@@ -148,11 +148,16 @@ export async function runLoad(url) {
   }
 }
 
-/** Balance reads only, as in `runLoad`: for a server that remembers no account between requests. */
-export async function runBalanceLoad(url) {
+/**
+ * Balance reads only, as in `runLoad`: for a server that remembers no account between requests.
+ * `prepare()` runs between the accounts' fill and the load.
+ */
+export async function runBalanceLoad(url, prepare = async () => undefined) {
   const client = httpClient(url, WORKLOAD.connections);
   try {
-    const balance = await balanceLoad(client, await readerAccounts(client));
+    const readFrom = await readerAccounts(client);
+    await prepare();
+    const balance = await balanceLoad(client, readFrom);
     return { balances: balance.perSecond, balanceP50: balance.p50, balanceP99: balance.p99 };
   } finally {
     client.close();
