@@ -20,11 +20,11 @@ export const GROWTH = Object.freeze({
   base: env('BENCH_GROWTH_BASE', 100_000),
   clients: 8,
   /** Each measurement alternates the two logs in this many turns. */
-  turns: 4,
+  turns: 8,
   /** Appends: a round of this many ms per log and turn; the median round counts. */
   appendMs: env('BENCH_GROWTH_APPEND_MS', 3_000),
-  /** Sequential reads of random streams (accounts) per log, after a warm-up, spread over the turns. */
-  reads: { warmup: 200, measured: env('BENCH_GROWTH_READS', 2_000) },
+  /** Sequential reads of random streams (accounts) per log, spread over the turns. */
+  reads: { measured: env('BENCH_GROWTH_READS', 4_000) },
   /** Probe events a live runner handles, one at a time, 10 to 30 ms apart. */
   probes: { warmup: 20, measured: env('BENCH_GROWTH_PROBES', 300) },
 });
@@ -36,6 +36,10 @@ async function accountIds(db, first, count) {
   const { rows } = await db.query(`select md5('growth-account:' || n)::uuid::text as id from generate_series($1::bigint, $2::bigint) n order by n`, [first, first + count - 1]);
   return rows.map((row) => row.id);
 }
+
+/** Accounts the appends go to, and how many accounts the reads choose from, in either log. */
+const APPEND_ACCOUNTS = 800;
+export const readAccounts = () => Math.min(20_000, Math.min(GROWTH.base, GROWTH.events) / EVENTS_PER_ACCOUNT - APPEND_ACCOUNTS);
 
 /** Measurement turns: the base log's and the grown log's alternate, the order flipping each turn. */
 const TURNS = GROWTH.turns;
@@ -129,9 +133,10 @@ async function openLog(db, label, events) {
     log.store = createEventStore(db, { schema });
     // Nothing remembered between reads: each balance is read from the store.
     log.ledger = createAccountLedger(log.store, { cacheSize: 0 });
-    // The reads' accounts are not the appends': those keep 50 events each.
-    log.appendIds = await accountIds(db, 0, 800);
-    log.readIds = await accountIds(db, 800, Math.min(20_000, built.accounts - 800));
+    // The reads' accounts are not the appends': those keep 50 events each. Both logs read as many
+    // accounts (as many as the base log has left, at most 20,000), so that only the log's size differs.
+    log.appendIds = await accountIds(db, 0, APPEND_ACCOUNTS);
+    log.readIds = await accountIds(db, APPEND_ACCOUNTS, readAccounts());
     log.versions = new Map(log.appendIds.map((id) => [id, EVENTS_PER_ACCOUNT]));
     return log;
   } catch (err) {
@@ -161,7 +166,8 @@ export async function runGrowth() {
     for (const log of logs) record(log, 'Appends8', median(rates.get(log)));
 
     for (const [key, read] of [['ReadStream', readStream], ['Balance', readBalance]]) {
-      for (const log of logs) await reads(log, GROWTH.reads.warmup, read);
+      // Warm-up: every account once, so that both logs are read from memory, not from disk.
+      for (const log of logs) for (const id of log.readIds) await read(log, id);
       const samples = new Map(logs.map((log) => [log, []]));
       await inTurns(logs, async (log) => samples.get(log).push(...(await reads(log, GROWTH.reads.measured / TURNS, read))));
       for (const log of logs) {
