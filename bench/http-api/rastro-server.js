@@ -1,6 +1,7 @@
 // The server under test: rastro's own `startServer` from dist/, in a fresh schema that is
 // dropped on close. With `tailEvents`, it first fills one account's stream through the store
 // (batches of 1,000 deposits) and, with `rebuildSnapshots`, snapshots it at its last version.
+// `accountCacheSize: 0` makes it remember no account between requests.
 // The parent can ask it to `analyze` its tables, or whether they have been analyzed.
 import { randomBytes } from 'node:crypto';
 import { startServer } from 'rastro-server';
@@ -21,9 +22,9 @@ async function fillAccount(server, events) {
   return id;
 }
 
-await serveChild(async ({ snapshotEvery = 100, tailEvents, rebuildSnapshots = false }) => {
+await serveChild(async ({ snapshotEvery = 100, accountCacheSize, tailEvents, rebuildSnapshots = false }) => {
   const schema = `bench_http_${randomBytes(4).toString('hex')}`;
-  const server = await startServer({ port: 0, host: '127.0.0.1', databaseUrl: DATABASE_URL, schema, logLevel: 'silent', snapshotEvery });
+  const server = await startServer({ port: 0, host: '127.0.0.1', databaseUrl: DATABASE_URL, schema, logLevel: 'silent', snapshotEvery, accountCacheSize });
   const close = async () => {
     try {
       await server.db.query(`drop schema ${schema} cascade`);

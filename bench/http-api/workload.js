@@ -1,6 +1,7 @@
 // The load generator. It runs in the contender's process, the server under test in a child of its
 // own, so the two do not share an event loop. Requests go through node:http with a keep-alive
 // agent of `connections` sockets; each of `connections` loops sends one request at a time.
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 
@@ -43,8 +44,8 @@ export function httpClient(url, maxSockets) {
     });
   }
   /** `request`, failing unless the status is `status`; resolves the parsed body when `parse`. */
-  async function expect(status, method, path, body, parse = false) {
-    const res = await request(method, path, body);
+  async function expect(status, method, path, body, parse = false, extra = {}) {
+    const res = await request(method, path, body, extra);
     if (res.status !== status) throw new Error(`${method} ${path} answered ${res.status}, expected ${status}: ${res.text.slice(0, 300)}`);
     return parse ? JSON.parse(res.text) : undefined;
   }
@@ -93,10 +94,29 @@ async function openAccounts(client, count, owner) {
   return accounts;
 }
 
+/** `connections` accounts of `balanceEvents` events each: opened, then given deposits. */
+async function readerAccounts(client) {
+  const { connections, balanceEvents } = WORKLOAD;
+  const readFrom = await openAccounts(client, connections, 'bench reader');
+  await Promise.all(
+    readFrom.map(async (id) => {
+      for (let v = 1; v < balanceEvents; v += 1) await client.expect(201, 'POST', `/accounts/${id}/deposit`, { amount: 1 });
+    }),
+  );
+  const first = await client.expect(200, 'GET', `/accounts/${readFrom[0]}/balance`, undefined, true);
+  if (first.version !== balanceEvents || first.balance !== balanceEvents - 1) throw new Error(`unexpected balance ${JSON.stringify(first)}`);
+  return readFrom;
+}
+
+/** Balance reads under load, each connection of an account of its own. */
+async function balanceLoad(client, readFrom) {
+  return underLoad((c) => client.expect(200, 'GET', `/accounts/${readFrom[c]}/balance`));
+}
+
 /**
- * The load rows against one server: deposits, each connection into an account of its own,
- * then balance reads, each connection of an account of `balanceEvents` events, then sequential
- * reads of one of those accounts.
+ * The load rows against one server: deposits, each connection into an account of its own, the
+ * same with a new `Idempotency-Key` on every request, then balance reads, each connection of an
+ * account of `balanceEvents` events, then sequential reads of one of those accounts.
  */
 export async function runLoad(url) {
   const { connections, balanceEvents } = WORKLOAD;
@@ -104,28 +124,41 @@ export async function runLoad(url) {
   try {
     const depositTo = await openAccounts(client, connections, 'bench depositor');
     const deposit = await underLoad((c) => client.expect(201, 'POST', `/accounts/${depositTo[c]}/deposit`, { amount: 1 }));
+    const keyed = await underLoad((c) => client.expect(201, 'POST', `/accounts/${depositTo[c]}/deposit`, { amount: 1 }, false, { 'idempotency-key': randomUUID() }));
 
-    const readFrom = await openAccounts(client, connections, 'bench reader');
-    await Promise.all(
-      readFrom.map(async (id) => {
-        for (let v = 1; v < balanceEvents; v += 1) await client.expect(201, 'POST', `/accounts/${id}/deposit`, { amount: 1 });
-      }),
-    );
-    const first = await client.expect(200, 'GET', `/accounts/${readFrom[0]}/balance`, undefined, true);
-    if (first.version !== balanceEvents || first.balance !== balanceEvents - 1) throw new Error(`unexpected balance ${JSON.stringify(first)}`);
-    const balance = await underLoad((c) => client.expect(200, 'GET', `/accounts/${readFrom[c]}/balance`));
+    const readFrom = await readerAccounts(client);
+    const balance = await balanceLoad(client, readFrom);
     const sequential = await sequentialBalance(url, readFrom[0], WORKLOAD.sequential, { version: balanceEvents, balance: balanceEvents - 1 });
 
     return {
       deposits: deposit.perSecond,
       depositP50: deposit.p50,
       depositP99: deposit.p99,
+      keyedDeposits: keyed.perSecond,
+      keyedP50: keyed.p50,
+      keyedP99: keyed.p99,
       balances: balance.perSecond,
       balanceP50: balance.p50,
       balanceP99: balance.p99,
       sequentialP50: sequential.p50,
       sequentialP99: sequential.p99,
     };
+  } finally {
+    client.close();
+  }
+}
+
+/**
+ * Balance reads only, as in `runLoad`: for a server that remembers no account between requests.
+ * `prepare()` runs between the accounts' fill and the load.
+ */
+export async function runBalanceLoad(url, prepare = async () => undefined) {
+  const client = httpClient(url, WORKLOAD.connections);
+  try {
+    const readFrom = await readerAccounts(client);
+    await prepare();
+    const balance = await balanceLoad(client, readFrom);
+    return { balances: balance.perSecond, balanceP50: balance.p50, balanceP99: balance.p99 };
   } finally {
     client.close();
   }

@@ -88,6 +88,44 @@ describe.each(backends())('Idempotency-Key on $name', (backend) => {
     expect((await t.get(`/accounts/${id}/balance`)).json()).toMatchObject({ balance: 10, version: 2 });
   });
 
+  it('replays a finished deposit for a retry whose If-Match has gone stale since', async () => {
+    const t = await testApp(backend);
+    const id = await t.openAccount();
+    const headers = { 'idempotency-key': 'im-1', 'if-match': 'W/"1"' };
+    const first = await t.post(`/accounts/${id}/deposit`, { amount: 3 }, headers);
+    expect(first.statusCode).toBe(201);
+    const retry = await t.post(`/accounts/${id}/deposit`, { amount: 3 }, headers);
+    expect(retry.statusCode).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.json()).toEqual(first.json());
+    expect(await t.eventCount()).toBe(2);
+  });
+
+  it('replays a finished withdrawal although the balance no longer covers it', async () => {
+    const t = await testApp(backend);
+    const id = await t.openAccount();
+    await t.post(`/accounts/${id}/deposit`, { amount: 100 });
+    const first = await t.post(`/accounts/${id}/withdraw`, { amount: 100 }, { 'idempotency-key': 'w-all' });
+    expect(first.statusCode).toBe(201);
+    const retry = await t.post(`/accounts/${id}/withdraw`, { amount: 100 }, { 'idempotency-key': 'w-all' });
+    expect(retry.statusCode).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.json()).toEqual(first.json());
+    expect((await t.get(`/accounts/${id}/balance`)).json()).toMatchObject({ balance: 0, version: 3 });
+  });
+
+  it('applies one of two requests sent at once with the same key on two accounts, and refuses the other with 422', async () => {
+    const t = await testApp(backend);
+    const [a, b] = [await t.openAccount('A'), await t.openAccount('B')];
+    const responses = await Promise.all([
+      t.post(`/accounts/${a}/deposit`, { amount: 5 }, { 'idempotency-key': 'shared' }),
+      t.post(`/accounts/${b}/deposit`, { amount: 5 }, { 'idempotency-key': 'shared' }),
+    ]);
+    expect(responses.map((res) => res.statusCode).sort()).toEqual([201, 422]);
+    expect(responses.find((res) => res.statusCode === 422)!.json()).toMatchObject({ code: 'RASTRO_IDEMPOTENCY_KEY_REUSED' });
+    expect(await t.eventCount()).toBe(3);
+  });
+
   it('forgets keys after their time to live, and the cleanup job removes them', async () => {
     const t = await testApp(backend, { idempotencyTtlSeconds: 1 });
     const id = await t.openAccount();

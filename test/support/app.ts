@@ -19,10 +19,15 @@ export interface TestApp extends Services {
 /** The HTTP app on a fresh schema of the backend. */
 export async function testApp(
   backend: Backend,
-  options: { snapshotEvery?: number; idempotencyTtlSeconds?: number } & Partial<Pick<AppDeps, 'apiKey' | 'logger' | 'allowedHosts' | 'timeouts'>> = {},
+  options: { snapshotEvery?: number; idempotencyTtlSeconds?: number; accountCacheSize?: number } & Partial<Pick<AppDeps, 'apiKey' | 'logger' | 'allowedHosts' | 'timeouts'>> = {},
 ): Promise<TestApp> {
   const { db, schema } = await freshSchema(backend);
-  const services = createServices(db, { schema, snapshotEvery: options.snapshotEvery ?? 100, idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? 86_400 });
+  const services = createServices(db, {
+    schema,
+    snapshotEvery: options.snapshotEvery ?? 100,
+    idempotencyTtlSeconds: options.idempotencyTtlSeconds ?? 86_400,
+    accountCacheSize: options.accountCacheSize,
+  });
   const app = await buildApp({ ...services, apiKey: options.apiKey, logger: options.logger, allowedHosts: options.allowedHosts, timeouts: options.timeouts });
   const inject = (opts: InjectOptions) => app.inject(opts);
   const testApp: TestApp = {

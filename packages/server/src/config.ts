@@ -35,6 +35,11 @@ export interface RastroOptions {
   keepAliveTimeoutSeconds?: number;
   /** Account snapshot interval in events; 0 turns snapshots off. @defaultValue `RASTRO_SNAPSHOT_EVERY`, else 100 */
   snapshotEvery?: number;
+  /**
+   * Accounts whose state the process remembers between requests, so a deposit is one statement;
+   * 0 reads every account from its snapshot. @defaultValue `RASTRO_ACCOUNT_CACHE_SIZE`, else 10000
+   */
+  accountCacheSize?: number;
   /** How long idempotency keys are kept, in seconds. @defaultValue `RASTRO_IDEMPOTENCY_TTL_SECONDS`, else 86400 */
   idempotencyTtlSeconds?: number;
   /** `nats://…` or `amqp://…`; without one the relay publishes in process. @defaultValue `RASTRO_BROKER_URL` */
@@ -117,6 +122,7 @@ export interface RastroConfig {
   readonly requestTimeoutSeconds: number;
   readonly keepAliveTimeoutSeconds: number;
   readonly snapshotEvery: number;
+  readonly accountCacheSize: number;
   readonly idempotencyTtlSeconds: number;
   readonly brokerUrl: string | undefined;
   readonly relay: boolean;
@@ -295,6 +301,7 @@ export function resolveConfig(options: RastroOptions = {}, env: NodeJS.ProcessEn
     apiKey: options.apiKey ?? (env.RASTRO_API_KEY || undefined),
     ...httpEdgeOptions(options, env),
     snapshotEvery: parseCount('RASTRO_SNAPSHOT_EVERY', options.snapshotEvery ?? (env.RASTRO_SNAPSHOT_EVERY || 100), 0),
+    accountCacheSize: parseCount('RASTRO_ACCOUNT_CACHE_SIZE', options.accountCacheSize ?? (env.RASTRO_ACCOUNT_CACHE_SIZE || 10_000), 0),
     idempotencyTtlSeconds: parseCount('RASTRO_IDEMPOTENCY_TTL_SECONDS', options.idempotencyTtlSeconds ?? (env.RASTRO_IDEMPOTENCY_TTL_SECONDS || 86_400), 1),
     ...brokerOptions(options, env),
     orderAlertUrl: parseHttpUrl('RASTRO_ORDER_ALERT_URL', options.orderAlertUrl ?? (env.RASTRO_ORDER_ALERT_URL || undefined)),

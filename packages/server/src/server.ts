@@ -57,14 +57,14 @@ export function chargesFor(store: EventStore, config: Partial<ChargeConfig>): Ch
  */
 export function createServices(
   db: Database,
-  config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'> & { orderAlertUrl?: string; masterKeyFile?: string } & Partial<ChargeConfig>,
+  config: Pick<RastroConfig, 'schema' | 'snapshotEvery' | 'idempotencyTtlSeconds'> & Partial<Pick<RastroConfig, 'accountCacheSize'>> & { orderAlertUrl?: string; masterKeyFile?: string } & Partial<ChargeConfig>,
   options: { alert?: OrderAlertSender } = {},
 ): Services {
   const store = createEventStore(db, { schema: config.schema, personalData: config.masterKeyFile ? { masterKey: readKeyFile('RASTRO_MASTER_KEY_FILE', config.masterKeyFile) } : undefined });
   return {
     db,
     store,
-    ledger: createAccountLedger(store, { snapshotEvery: config.snapshotEvery }),
+    ledger: createAccountLedger(store, { snapshotEvery: config.snapshotEvery, cacheSize: config.accountCacheSize }),
     keys: createIdempotencyKeys(db, { schema: config.schema, ttlMs: config.idempotencyTtlSeconds * 1000 }),
     orders: createOrders(store, { alert: options.alert ?? (config.orderAlertUrl ? orderAlertClient(config.orderAlertUrl) : noAlertDestination) }),
     charges: chargesFor(store, config),

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../db/database.js';
+import type { Queryable, Transaction } from '../db/database.js';
 import { AccountNotFoundError, ConcurrencyError, InsufficientFundsError, PreconditionFailedError, ValidationError } from '../errors.js';
 import type { RecordedEvent } from '../store/event.js';
+import type { AlsoStatement } from '../store/append-new.js';
 import type { EventStore } from '../store/event-store.js';
 import { unstorableReason } from '../store/storable-text.js';
 import {
@@ -16,12 +17,19 @@ import {
   type Account,
   type AccountState,
 } from './account.js';
+import { AccountCache } from './account-cache.js';
 
 export interface AccountLedgerOptions {
   /** Write a snapshot every this many events; 0 turns snapshots off. @defaultValue 100 */
   snapshotEvery?: number;
   /** Attempts for a write that loses the race for the account's version. @defaultValue 20 */
   maxAttempts?: number;
+  /**
+   * Accounts whose state this process remembers between requests (see {@link AccountCache}); 0
+   * turns the cache off, and every request then reads the account from its latest snapshot.
+   * @defaultValue 10000
+   */
+  cacheSize?: number;
 }
 
 /** A deposit or withdrawal as the API shows it. */
@@ -36,7 +44,13 @@ export interface Movement {
 export interface WriteOptions {
   /** Fail with PreconditionFailedError unless the account is at this version. */
   ifVersion?: number;
-  tx?: Queryable;
+  /** Write in the caller's transaction; with rastro's own (`db.transaction`), the account is remembered once it commits. */
+  tx?: Queryable | Transaction;
+  /**
+   * A row of the caller's written in the same statement as the move's event, given the movement
+   * it records (an idempotency key's stored response): both are written, or neither. Not with `tx`.
+   */
+  also?: (movement: Movement) => AlsoStatement;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -84,20 +98,57 @@ const jitter = (attempt: number) => new Promise((resolve) => setTimeout(resolve,
 export function createAccountLedger(store: EventStore<any>, options: AccountLedgerOptions = {}) {
   const snapshotEvery = options.snapshotEvery ?? 100;
   const maxAttempts = options.maxAttempts ?? 20;
+  const cache = new AccountCache(options.cacheSize ?? 10_000);
 
-  async function get(accountId: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
-    if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
+  /** The account from its latest snapshot and the events after it. */
+  async function readAccount(accountId: string, tx: Queryable | undefined): Promise<Account> {
     const { snapshot, events } = await store.readStreamTail<AccountState>(accountStreamId(accountId), { tx });
     const account = foldAccount(accountId, snapshot, events);
     if (!account) throw new AccountNotFoundError(accountId);
     return account;
   }
 
+  /**
+   * The account as it stands (as `tx` sees it, inside one): a remembered account brought up to
+   * date with what was appended since (from a newer snapshot, if one was taken meanwhile), or
+   * read from its snapshot. Outside a transaction, what it read is committed, and is remembered.
+   */
+  async function get(accountId: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
+    if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
+    const cached = cache.get(accountId);
+    if (!cached) {
+      const account = await readAccount(accountId, tx);
+      if (!tx) cache.remember(account);
+      return account;
+    }
+    const { id, version, ...state } = cached.account;
+    const since = await store.readStreamTail<AccountState>(accountStreamId(accountId), { tx, afterVersion: version });
+    if (!since.snapshot && since.events.length === 0) {
+      // Nothing appended since this process last wrote: no other writer is about.
+      if (!tx) cache.remember(cached.account, false);
+      return cached.account;
+    }
+    const account = foldAccount(id, since.snapshot ?? { version, state }, since.events)!;
+    if (!tx) cache.remember(account);
+    return account;
+  }
+
+  /** Remembers `account` once it is committed: now, after the transaction that wrote it commits, or not at all. */
+  function rememberWritten(account: Account, tx: WriteOptions['tx']): void {
+    if (!tx) return cache.remember(account);
+    const afterCommit = (tx as Partial<Transaction>).afterCommit;
+    if (typeof afterCommit === 'function') afterCommit.call(tx, () => cache.remember(account));
+    else cache.forget(account.id);
+  }
+
   async function open(owner: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
     validateOwner(owner);
     const id = randomUUID();
-    await store.append(accountStreamId(id), [{ type: ACCOUNT_OPENED, data: { owner } }], { expectedVersion: 'no-stream', tx });
-    return get(id, { tx });
+    const occurredAt = new Date();
+    await store.append(accountStreamId(id), [{ type: ACCOUNT_OPENED, data: { owner }, occurredAt }], { expectedVersion: 'no-stream', tx });
+    const account: Account = { id, version: 1, owner, createdAt: occurredAt.toISOString(), balance: 0 };
+    rememberWritten(account, tx);
+    return account;
   }
 
   async function snapshotIfDue(account: Account, tx?: Queryable): Promise<void> {
@@ -107,27 +158,53 @@ export function createAccountLedger(store: EventStore<any>, options: AccountLedg
     }
   }
 
-  async function move(accountId: string, type: string, amount: number, { ifVersion, tx }: WriteOptions): Promise<Movement> {
+  /** Why `account` refuses the move, or undefined. */
+  function refusal(account: Account, type: string, amount: number, ifVersion: number | undefined): Error | undefined {
+    if (ifVersion !== undefined && account.version !== ifVersion) return new PreconditionFailedError(`W/"${ifVersion}"`, account.version);
+    const balance = account.balance + (type === ACCOUNT_WITHDRAWN ? -amount : amount);
+    if (balance < 0) return new InsufficientFundsError(account.balance, amount);
+    if (!Number.isSafeInteger(balance)) return new ValidationError('amount', 'would take the balance past the largest safe integer');
+    return undefined;
+  }
+
+  /**
+   * Appends the move at the version the account was read at, so the store refuses it when
+   * another write came first. The account remembered by this process is taken as read: the
+   * append proves it current, and a refusal is only ever decided on the account read afresh.
+   */
+  async function move(accountId: string, type: string, amount: number, { ifVersion, tx, also }: WriteOptions): Promise<Movement> {
     validateAmount(amount);
+    if (also !== undefined && (typeof also !== 'function' || tx !== undefined)) throw new ValidationError('also', 'must be a function returning a statement, without tx');
+    if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
     for (let attempt = 1; ; attempt++) {
-      const account = await get(accountId, { tx });
-      if (ifVersion !== undefined && account.version !== ifVersion) throw new PreconditionFailedError(`W/"${ifVersion}"`, account.version);
-      const delta = type === ACCOUNT_WITHDRAWN ? -amount : amount;
-      if (account.balance + delta < 0) throw new InsufficientFundsError(account.balance, amount);
-      if (!Number.isSafeInteger(account.balance + delta)) throw new ValidationError('amount', 'would take the balance past the largest safe integer');
+      const cached = attempt === 1 ? cache.get(accountId) : undefined;
+      const guess = cached && !cached.contended ? cached.account : undefined;
+      let account = guess ?? (await get(accountId, { tx }));
+      let refused = refusal(account, type, amount, ifVersion);
+      if (refused && guess) {
+        account = await get(accountId, { tx });
+        refused = refusal(account, type, amount, ifVersion);
+      }
+      if (refused) throw refused;
       const event = { id: randomUUID(), type, data: { amount }, occurredAt: new Date() };
+      const movement = { id: event.id, type, amount, version: account.version + 1, occurredAt: event.occurredAt.toISOString() };
       try {
-        await store.append(accountStreamId(accountId), [event], { expectedVersion: account.version, tx });
+        // The event is new (its id made here): outside a transaction, one statement, with `also` in it.
+        if (tx) await store.append(accountStreamId(accountId), [event], { expectedVersion: account.version, tx });
+        else await store.appendNew(accountStreamId(accountId), [event], account.version, also?.(movement));
       } catch (err) {
         if (!(err instanceof ConcurrencyError)) throw err;
+        cache.markContended(accountId);
         if (ifVersion !== undefined) throw new PreconditionFailedError(`W/"${ifVersion}"`, err.actual);
         if (attempt >= maxAttempts) throw err;
-        await jitter(attempt);
+        // A remembered account that was behind is no race lost: read it afresh at once.
+        if (account !== guess) await jitter(attempt);
         continue;
       }
-      const after = { ...account, balance: account.balance + delta, version: account.version + 1 };
+      const after = { ...account, balance: account.balance + (type === ACCOUNT_WITHDRAWN ? -amount : amount), version: movement.version };
       await snapshotIfDue(after, tx);
-      return { id: event.id, type, amount, version: after.version, occurredAt: event.occurredAt.toISOString() };
+      rememberWritten(after, tx);
+      return movement;
     }
   }
 
@@ -138,6 +215,7 @@ export function createAccountLedger(store: EventStore<any>, options: AccountLedg
 
   /** Drops every account snapshot and writes one per account from its full history; `onProgress` after each batch of accounts. */
   async function rebuildSnapshots(options: { onProgress?: (progress: { accounts: number; written: number }) => void } = {}): Promise<{ dropped: number; written: number }> {
+    cache.clear();
     const dropped = await store.dropSnapshots(ACCOUNT_STREAM_PREFIX);
     let written = 0;
     let accounts = 0;

@@ -1,5 +1,6 @@
 import { withAcquirerSpan } from '../observability/tracing.js';
 import { EffectDeclinedError } from '../processing/ledger/effect-type.js';
+import { acquirerHttp, type AcquirerAnswer } from './acquirer-http.js';
 
 /** What a charge asks the acquirer to capture. */
 export interface CaptureRequest {
@@ -38,14 +39,6 @@ export class CaptureDeclinedError extends EffectDeclinedError {
   }
 }
 
-async function json(response: Response): Promise<Record<string, unknown>> {
-  try {
-    return (await response.json()) as Record<string, unknown>;
-  } catch {
-    return {};
-  }
-}
-
 function capture(body: Record<string, unknown>): Capture {
   if (typeof body.captureId !== 'string' || typeof body.amountCents !== 'number' || typeof body.currency !== 'string') {
     throw new Error('the acquirer answered a capture without captureId, amountCents and currency');
@@ -60,50 +53,50 @@ function capture(body: Record<string, unknown>): Capture {
  */
 export function acquirerClient(baseUrl: string): Acquirer {
   const url = baseUrl.replace(/\/+$/, '');
+  const request = acquirerHttp(url);
   // Each call is a client span; its traceparent goes to the acquirer with the request.
-  const call = <T>(operation: string, key: string, fn: (headers: Record<string, string>) => Promise<{ response: Response; value: () => Promise<T> }>) =>
+  const call = <T>(operation: string, key: string, fn: (headers: Record<string, string>) => Promise<{ answer: AcquirerAnswer; value: () => T }>) =>
     withAcquirerSpan(operation, { 'rastro.charge.idempotency_key': key }, async (traceHeaders, span) => {
-      const { response, value } = await fn({ ...traceHeaders });
-      span.setAttribute('http.response.status_code', response.status);
+      const { answer, value } = await fn({ ...traceHeaders });
+      span.setAttribute('http.response.status_code', answer.status);
       return value();
     });
   return {
-    capture: (idempotencyKey, request, { signal }) =>
+    capture: (idempotencyKey, captureRequest, { signal }) =>
       call('capture', idempotencyKey, async (headers) => {
-        const response = await fetch(`${url}/captures`, {
+        const answer = await request(`${url}/captures`, {
           method: 'POST',
           headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-          body: JSON.stringify(request),
+          body: JSON.stringify(captureRequest),
           signal,
         });
-        const body = await json(response);
+        const { status, body } = answer;
         return {
-          response,
-          value: async () => {
-            if (response.status === 200 || response.status === 201) return capture(body);
-            if (response.status === 402) throw new CaptureDeclinedError(typeof body.reason === 'string' ? body.reason : 'declined');
-            throw new Error(`the acquirer answered ${response.status} to a capture`);
+          answer,
+          value: () => {
+            if (status === 200 || status === 201) return capture(body);
+            if (status === 402) throw new CaptureDeclinedError(typeof body.reason === 'string' ? body.reason : 'declined');
+            throw new Error(`the acquirer answered ${status} to a capture`);
           },
         };
       }),
     lookup: (idempotencyKey, { signal }) =>
       call('lookup', idempotencyKey, async (headers) => {
-        const response = await fetch(`${url}/captures/${encodeURIComponent(idempotencyKey)}`, { headers, signal });
-        const body = await json(response);
+        const answer = await request(`${url}/captures/${encodeURIComponent(idempotencyKey)}`, { headers, signal });
+        const { status, body } = answer;
         return {
-          response,
-          value: async (): Promise<CaptureLookup> => {
-            if (response.status === 200 && body.status === 'captured') return { status: 'captured', capture: capture(body) };
-            if (response.status === 404 && body.status === 'not_found') return { status: 'not_found' };
+          answer,
+          value: (): CaptureLookup => {
+            if (status === 200 && body.status === 'captured') return { status: 'captured', capture: capture(body) };
+            if (status === 404 && body.status === 'not_found') return { status: 'not_found' };
             return { status: 'unknown' };
           },
         };
       }),
     void: (idempotencyKey, { signal }) =>
       call('void', idempotencyKey, async (headers) => {
-        const response = await fetch(`${url}/captures/${encodeURIComponent(idempotencyKey)}/void`, { method: 'POST', headers, signal });
-        const body = await json(response);
-        return { response, value: async () => response.status === 200 && body.status === 'voided' };
+        const answer = await request(`${url}/captures/${encodeURIComponent(idempotencyKey)}/void`, { method: 'POST', headers, signal });
+        return { answer, value: () => answer.status === 200 && answer.body.status === 'voided' };
       }),
   };
 }

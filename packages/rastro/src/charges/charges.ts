@@ -8,7 +8,8 @@ import { ChargeNotFoundError, ConfigError, IdempotencyKeyReusedError, Validation
 import { validateIdempotencyKey } from '../idempotency-key.js';
 import { UUID } from '../store/validate-append.js';
 import { EffectDeclinedError, type EffectType, type SettledEffect } from '../processing/ledger/effect-type.js';
-import { createOutbox, type Outbox } from '../outbox/outbox.js';
+import { createOutbox, outboxChannel, outboxMessageValues, type Outbox, type OutboxMessage } from '../outbox/outbox.js';
+import { createAppendNotifier } from '../store/append-notifier.js';
 import type { EventStore } from '../store/event-store.js';
 import type { Acquirer, Capture } from './acquirer.js';
 import { CAPTURE_EFFECT, captureKey, chargeSql, STATES_OF_STATUS } from './sql.js';
@@ -123,6 +124,21 @@ function toCharge(row: ChargeRow): Charge {
   };
 }
 
+/** What a charge's messages say of it. */
+type ChargeFacts = Pick<Charge, 'id' | 'idempotencyKey' | 'amountCents' | 'currency' | 'customerId' | 'status' | 'captureId' | 'reason'>;
+
+/** The outbox message of a settled charge; none while it is PENDING. */
+function settledMessage(charge: ChargeFacts): OutboxMessage | undefined {
+  const type = { CAPTURED: 'ChargeCaptured', FAILED: 'ChargeFailed', NEEDS_REVIEW: 'ChargeNeedsReview', PENDING: undefined }[charge.status];
+  if (!type) return undefined;
+  return {
+    aggregateType: 'charge',
+    aggregateId: charge.id,
+    type,
+    payload: { chargeId: charge.id, idempotencyKey: charge.idempotencyKey, amountCents: charge.amountCents, currency: charge.currency, customerId: charge.customerId, captureId: charge.captureId, reason: charge.reason },
+  };
+}
+
 function message(err: unknown): string {
   if (err instanceof Error && err.name === 'TimeoutError') return 'the acquirer did not answer in time';
   return (err instanceof Error ? err.message : String(err)).slice(0, 500);
@@ -148,9 +164,12 @@ function chargeIdOf(key: string): string {
  * ```
  */
 export function createCharges(store: EventStore<any>, options: ChargeOptions = {}) {
-  const sql = chargeSql(quoteSchema(store.schema));
   const db = store.db;
   const outbox = options.outbox ?? createOutbox(db, { schema: store.schema });
+  // The request's own messages are written by its statements, in the outbox's schema.
+  const sql = chargeSql(quoteSchema(store.schema), quoteSchema(outbox.schema));
+  // Relays are woken after those statements commit, at most every 10 ms, as appends wake readers.
+  const notifier = createAppendNotifier(db, outboxChannel(outbox.schema));
   const timeoutMs = options.timeoutMs ?? 10_000;
   const deadlineMs = options.deadlineMs ?? 120_000;
   if (!(deadlineMs > timeoutMs)) {
@@ -167,14 +186,8 @@ export function createCharges(store: EventStore<any>, options: ChargeOptions = {
   }
 
   async function writeSettledRow(tx: Queryable, charge: Charge): Promise<void> {
-    const type = { CAPTURED: 'ChargeCaptured', FAILED: 'ChargeFailed', NEEDS_REVIEW: 'ChargeNeedsReview', PENDING: undefined }[charge.status];
-    if (!type) return;
-    await outbox.write(tx, {
-      aggregateType: 'charge',
-      aggregateId: charge.id,
-      type,
-      payload: { chargeId: charge.id, idempotencyKey: charge.idempotencyKey, amountCents: charge.amountCents, currency: charge.currency, customerId: charge.customerId, captureId: charge.captureId, reason: charge.reason },
-    });
+    const message = settledMessage(charge);
+    if (message) await outbox.write(tx, message);
   }
 
   async function capture(row: { id: string; idempotency_key: string; amount_cents: number; currency: string; customer_id: string }): Promise<Capture> {
@@ -186,15 +199,15 @@ export function createCharges(store: EventStore<any>, options: ChargeOptions = {
    * Records the outcome of a call made on the request's path and its outbox message, in one
    * transaction; returns the charge as settled, or undefined when reconciliation settled it first.
    */
-  async function settle(id: string, state: 'done' | 'failed', result: unknown, error: string | null): Promise<Charge | undefined> {
-    return db.transaction(async (tx) => {
-      const { rows } = await tx.query<ChargeRow>(sql.settle, [captureKey(id), state, JSON.stringify(result ?? null), error, id], { prepare: true });
-      // Reconciliation settled it first (and wrote its message): nothing more to say.
-      if (rows.length === 0) return undefined;
-      const charge = toCharge(rows[0]!);
-      await writeSettledRow(tx, charge);
-      return charge;
-    });
+  async function settle(started: ChargeFacts, state: 'done' | 'failed', result: Capture | null, error: string | null): Promise<Charge | undefined> {
+    // The message as the settled charge will read: its capture, or why it failed.
+    const settled: ChargeFacts = { ...started, status: state === 'done' ? 'CAPTURED' : 'FAILED', captureId: result?.captureId ?? null, reason: state === 'done' ? null : error };
+    const values = [captureKey(started.id), state, JSON.stringify(result ?? null), error, started.id, ...outboxMessageValues(settledMessage(settled)!)];
+    const { rows } = await db.query<ChargeRow>(sql.settle, values, { prepare: true });
+    // Reconciliation settled it first (and wrote its message): nothing more to say.
+    if (rows.length === 0) return undefined;
+    notifier.appended();
+    return toCharge(rows[0]!);
   }
 
   /**
@@ -202,22 +215,21 @@ export function createCharges(store: EventStore<any>, options: ChargeOptions = {
    * answer decides the outcome; a failure to record it leaves the reservation for
    * reconciliation, never a guessed "uncertain".
    */
-  async function captureAndSettle(row: Parameters<typeof capture>[0]): Promise<Charge> {
-    const { id } = row;
+  async function captureAndSettle(started: ChargeFacts): Promise<Charge> {
     let made: Capture | undefined;
     let failure: unknown;
     try {
-      made = await capture(row);
+      made = await capture({ id: started.id, idempotency_key: started.idempotencyKey, amount_cents: started.amountCents, currency: started.currency, customer_id: started.customerId });
     } catch (err) {
       failure = err;
     }
     let settled: Charge | undefined;
-    if (made) settled = await settle(id, 'done', made, null);
-    else if (failure instanceof EffectDeclinedError) settled = await settle(id, 'failed', null, message(failure));
+    if (made) settled = await settle(started, 'done', made, null);
+    else if (failure instanceof EffectDeclinedError) settled = await settle(started, 'failed', null, message(failure));
     // A timeout, a reset, a 5xx: the capture may have happened. PENDING, for reconciliation.
-    else await db.query(sql.ambiguous, [captureKey(id), message(failure)]);
-    // Settled here, the transaction returned the charge; otherwise it is read as it stands.
-    return settled ?? toCharge((await load(db, id))!);
+    else await db.query(sql.ambiguous, [captureKey(started.id), message(failure)]);
+    // Settled here, the statement returned the charge; otherwise it is read as it stands.
+    return settled ?? toCharge((await load(db, started.id))!);
   }
 
   const effectType: EffectType = {
@@ -278,17 +290,13 @@ export function createCharges(store: EventStore<any>, options: ChargeOptions = {
       if (!acquirer) throw new ConfigError('no acquirer is configured: set RASTRO_ACQUIRER_URL');
       const hash = fingerprint(request);
       const id = randomUUID();
-      const intend = async (tx: Queryable): Promise<boolean> => {
-        const { rows } = await tx.query(sql.insert, [id, key, hash, request.customerId, request.amountCents, request.currency, captureKey(id)], { prepare: true });
-        if (rows.length === 0) return false;
-        await outbox.write(tx, {
-          aggregateType: 'charge',
-          aggregateId: id,
-          type: 'ChargeStarted',
-          payload: { chargeId: id, idempotencyKey: key, amountCents: request.amountCents, currency: request.currency, customerId: request.customerId },
-        });
-        return true;
-      };
+      const startedMessage = outboxMessageValues({
+        aggregateType: 'charge',
+        aggregateId: id,
+        type: 'ChargeStarted',
+        payload: { chargeId: id, idempotencyKey: key, amountCents: request.amountCents, currency: request.currency, customerId: request.customerId },
+      });
+      const insertValues = [id, key, hash, request.customerId, request.amountCents, request.currency, captureKey(id), ...startedMessage];
       const existing = async (q: Queryable) => {
         const row = (await q.query<ChargeRow>(sql.byKey, [key])).rows[0];
         if (!row) throw new Error('a charge with this key was neither created nor found');
@@ -297,11 +305,18 @@ export function createCharges(store: EventStore<any>, options: ChargeOptions = {
       };
       if (options.tx !== undefined) {
         const tx = toQueryable(options.tx);
-        if (!(await intend(tx))) return existing(tx);
+        const { rows: created } = await tx.query(sql.insert, insertValues, { prepare: true });
+        if (created.length === 0) return existing(tx);
+        // The relay is woken when, and only if, the application's transaction commits.
+        await notifier.appendedIn(tx);
         return { charge: toCharge((await load(tx, id))!), replayed: false };
       }
-      if (!(await db.transaction(intend))) return existing(db);
-      return { charge: await captureAndSettle({ id, idempotency_key: key, amount_cents: request.amountCents, currency: request.currency, customer_id: request.customerId }), replayed: false };
+      // One statement: the charge PENDING, its capture reserved and ChargeStarted, committed together.
+      const { rows: created } = await db.query(sql.insert, insertValues, { prepare: true });
+      if (created.length === 0) return existing(db);
+      notifier.appended();
+      const started: ChargeFacts = { id, idempotencyKey: key, ...request, status: 'PENDING', captureId: null, reason: null };
+      return { charge: await captureAndSettle(started), replayed: false };
     },
 
     /**
@@ -314,11 +329,11 @@ export function createCharges(store: EventStore<any>, options: ChargeOptions = {
       if (typeof id !== 'string' || !UUID.test(id)) throw new ChargeNotFoundError(String(id));
       const row = await load(db, id);
       if (!row) throw new ChargeNotFoundError(id);
-      return row.status === 'PENDING' ? captureAndSettle(row) : toCharge(row);
+      return row.status === 'PENDING' ? captureAndSettle(toCharge(row)) : toCharge(row);
     },
 
     async get(id: string): Promise<Charge> {
-      if (typeof id !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) throw new ChargeNotFoundError(String(id));
+      if (typeof id !== 'string' || !UUID.test(id)) throw new ChargeNotFoundError(String(id));
       const row = await load(db, id);
       if (!row) throw new ChargeNotFoundError(id);
       return toCharge(row);

@@ -1,3 +1,5 @@
+import { outboxWriteCtes } from '../outbox/sql.js';
+
 /** The charge's capture in the effect ledger: one entry per charge, the one record of its state. */
 export const CAPTURE_EFFECT = 'charge.capture';
 
@@ -24,19 +26,23 @@ export const STATES_OF_STATUS: Readonly<Record<string, readonly string[]>> = {
   NEEDS_REVIEW: ['needs-review'],
 };
 
-export function chargeSql(s: string) {
+/** `o`, the outbox's schema (validated and quoted), when its messages are written with the charge's rows. */
+export function chargeSql(s: string, o: string = s) {
   return {
     /**
-     * The charge and its intent, PENDING, in one statement ($7 the capture's key): the capture
-     * reserved before the acquirer is called, only when the charge is new. No row when the
-     * idempotency key is taken.
+     * The charge and its intent, PENDING, and its `ChargeStarted` message ($8 to $14), in one
+     * statement and one commit ($7 the capture's key): the capture reserved before the acquirer is
+     * called, only when the charge is new. No row when the idempotency key is taken.
      */
     insert: `with charge as (
         insert into ${s}.charges (id, idempotency_key, request_hash, customer_id, amount_cents, currency)
-        values ($1, $2, $3, $4, $5, $6) on conflict (idempotency_key) do nothing returning id)
-      insert into ${s}.effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
-      select $7, null, '${CAPTURE_EFFECT}', 'reserved', 'request', 'keep', 0 from charge
-      returning key`,
+        values ($1, $2, $3, $4, $5, $6) on conflict (idempotency_key) do nothing returning id),
+      reserved as (
+        insert into ${s}.effects (key, event_id, effect_type, state, run_id, on_failure, owner_token)
+        select $7, null, '${CAPTURE_EFFECT}', 'reserved', 'request', 'keep', 0 from charge
+        returning key),
+      ${outboxWriteCtes(o, 'charge', 8)}
+      select key from reserved`,
     byKey: `select ${CHARGE_COLUMNS('c', 'e')} from ${s}.charges c join ${s}.effects e on e.key = 'charge:' || c.id::text
       where c.idempotency_key = $1`,
     byId: `select ${CHARGE_COLUMNS('c', 'e')} from ${s}.charges c join ${s}.effects e on e.key = 'charge:' || c.id::text
@@ -49,11 +55,13 @@ export function chargeSql(s: string) {
     exists: `select 1 from ${s}.charges where id = $1::uuid`,
     /**
      * The outcome of the request's own call ($5 the charge's id), unless reconciliation settled it
-     * first: the charge as it now stands, or no row.
+     * first, and then its message ($6 to $12), in one statement and one commit: the charge as it
+     * now stands, or no row (and no message).
      */
     settle: `with e as (
         update ${s}.effects set state = $2, result = $3::jsonb, error = $4, updated_at = now(), state_since = case when state = $2 then state_since else now() end
-        where key = $1 and state in ('reserved', 'uncertain') returning state, result, error, checks, updated_at, state_since)
+        where key = $1 and state in ('reserved', 'uncertain') returning state, result, error, checks, updated_at, state_since),
+      ${outboxWriteCtes(o, 'e', 6)}
       select ${CHARGE_COLUMNS('c', 'e')} from e, ${s}.charges c where c.id = $5`,
     /** An ambiguous failure: PENDING stays, for reconciliation. */
     ambiguous: `update ${s}.effects set state = 'uncertain', error = $2, updated_at = now(), state_since = now() where key = $1 and state = 'reserved'`,

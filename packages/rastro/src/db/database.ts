@@ -35,6 +35,23 @@ export interface QueryOptions {
 /** An open transaction. `exec` runs a script of several statements without parameters. */
 export interface Transaction extends Queryable {
   exec(script: string): Promise<void>;
+  /**
+   * Calls `fn` once the transaction has committed, never when it rolls back: for what must
+   * follow the commit, such as a wake-up notification or a cache of committed state. Optional:
+   * a caller's transaction (a `pg` client, a query builder's) has none.
+   */
+  afterCommit?(fn: () => void): void;
+}
+
+/** Runs the callbacks given to {@link Transaction.afterCommit}; one that throws does not stop the others. */
+export function runAfterCommit(callbacks: readonly (() => void)[]): void {
+  for (const fn of callbacks) {
+    try {
+      fn();
+    } catch {
+      // A callback's failure is its own: the transaction committed.
+    }
+  }
 }
 
 /** A dedicated connection. */

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { PGlite } from '@electric-sql/pglite';
-import { assertChannelName, IN_TRANSACTION, type Database, type QueryResult, type Transaction } from './database.js';
+import { assertChannelName, IN_TRANSACTION, runAfterCommit, type Database, type QueryResult, type Transaction } from './database.js';
 import { toDatabaseError } from './database-error.js';
 import { lockDataDir } from './data-dir-lock.js';
 
@@ -50,8 +50,9 @@ export async function openPglite(dataDir: string): Promise<Database> {
       // What the callback throws reaches the caller as it is, as on PostgreSQL (its statements'
       // errors are converted already); only PGlite's own (begin, commit) are converted here.
       let thrown: { err: unknown } | undefined;
+      const committed: (() => void)[] = [];
       try {
-        return await pglite.transaction((tx) =>
+        const result = await pglite.transaction((tx) =>
           insideTransaction.run(true, async () => {
             try {
               return await fn({
@@ -61,6 +62,7 @@ export async function openPglite(dataDir: string): Promise<Database> {
                     throw toDatabaseError(err);
                   });
                 },
+                afterCommit: (callback) => void committed.push(callback),
               } satisfies Transaction);
             } catch (err) {
               thrown = { err };
@@ -68,6 +70,8 @@ export async function openPglite(dataDir: string): Promise<Database> {
             }
           }),
         );
+        runAfterCommit(committed);
+        return result;
       } catch (err) {
         if (thrown && err === thrown.err) throw err;
         throw toDatabaseError(err);

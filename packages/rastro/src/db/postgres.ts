@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { assertChannelName, IN_TRANSACTION, type Database, type QueryOptions, type QueryResult, type Transaction } from './database.js';
+import { assertChannelName, IN_TRANSACTION, runAfterCommit, type Database, type QueryOptions, type QueryResult, type Transaction } from './database.js';
 import { toDatabaseError } from './database-error.js';
 
 const INT8_OID = 20;
@@ -150,17 +150,20 @@ export function openPostgres(options: PostgresOptions): Database {
         throw toDatabaseError(err);
       });
       const release = checkOut(client);
+      const committed: (() => void)[] = [];
       const tx: Transaction = {
         query: (text, values, options) => run(client, text, values, options),
         exec: async (script) => {
           await run(client, script);
         },
+        afterCommit: (callback) => void committed.push(callback),
       };
       let broken: unknown;
       try {
         await run(client, 'begin');
         const result = await fn(tx);
         await run(client, 'commit');
+        runAfterCommit(committed);
         return result;
       } catch (err) {
         await run(client, 'rollback').catch((rollbackErr: unknown) => {

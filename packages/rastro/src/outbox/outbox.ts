@@ -6,6 +6,7 @@ import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
 import { findUnstorableText } from '../store/storable-text.js';
 import { injectTraceContext } from '../observability/trace-context.js';
+import { createAppendNotifier } from '../store/append-notifier.js';
 import { outboxSql } from './sql.js';
 
 /** A message to publish, written in the caller's transaction. */
@@ -83,6 +84,14 @@ export function prepareOutboxMessage(message: OutboxMessage): unknown[] {
   return [aggregateType, aggregateId, id ?? randomUUID(), type, jsonText(message.payload), validateHeaders(message.headers), traceparent ?? null];
 }
 
+/**
+ * A message's values for {@link outboxWriteCtes}, checked, with the active trace context as
+ * `write` adds it: for a statement of the caller's that writes the message with its own rows.
+ */
+export function outboxMessageValues(message: OutboxMessage): unknown[] {
+  return prepareOutboxMessage(withActiveTrace(message));
+}
+
 /** The message with the active trace context, unless it names its own `traceparent`. */
 function withActiveTrace(message: OutboxMessage): OutboxMessage {
   if (typeof message !== 'object' || message === null || message.traceparent !== undefined) return message;
@@ -109,16 +118,18 @@ function withActiveTrace(message: OutboxMessage): OutboxMessage {
 export function createOutbox(db: Database, options: { schema?: string } = {}): Outbox {
   const schema = options.schema ?? 'rastro';
   const sql = outboxSql(quoteSchema(schema));
-  const channel = outboxChannel(schema);
+  // One notification per commit, sent after it: a NOTIFY inside the transaction would hold the
+  // notification queue's lock through the commit's flush. Unthrottled: a relay's latency is its wake-up.
+  const notifier = createAppendNotifier(db, outboxChannel(schema), 0);
   return {
     schema,
     async write(executor, message) {
       if (!executor || typeof (executor as Queryable).query !== 'function') throw new ValidationError('tx', "must be the transaction to write in: db.transaction's tx, a pg client inside begin, or fromKysely/fromDrizzle/fromKnex of a query builder's transaction");
       const tx = toQueryable(executor);
-      const values = prepareOutboxMessage(withActiveTrace(message));
+      const values = outboxMessageValues(message);
       const { rows } = await tx.query<{ position: number }>(sql.write, values, { prepare: true });
-      // Inside the transaction: the notification goes out when, and only if, it commits.
-      await tx.query('select pg_notify($1, $2)', [channel, '']);
+      // The notification goes out when, and only if, the transaction commits.
+      await notifier.appendedIn(tx);
       return { id: values[2] as string, position: int8(rows[0]!.position) };
     },
   };

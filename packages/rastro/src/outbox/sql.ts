@@ -27,6 +27,26 @@ export const publishedByEveryRelay = (s: string) => `not exists (select 1 from r
           and not exists (select 1 from ${s}.parked_events p join relays r on r.run_id = p.run_id
             where p.position = o.position and p.event_id = o.id)`;
 
+/**
+ * `write` as two CTEs of a caller's statement, `outbox_aggregate` and `outbox_message`: the
+ * message is written only when `from` (a CTE of that statement) has a row, so it commits with the
+ * caller's rows in one statement. The message's values, as `outboxMessageValues` returns
+ * them, are the parameters `$first` to `$first + 6`.
+ */
+export function outboxWriteCtes(s: string, from: string, first: number): string {
+  const p = (i: number) => `$${first + i}`;
+  const txOrderNow = `pg_current_xact_id()::text::bigint + (select tx_order_offset from ${s}.store_settings)`;
+  return `outbox_aggregate as (
+        insert into ${s}.outbox_aggregates as a (aggregate_type, aggregate_id, tx_order)
+        select ${p(0)}, ${p(1)}, ${txOrderNow} from ${from}
+        on conflict (aggregate_type, aggregate_id) do update set tx_order = greatest(a.tx_order, excluded.tx_order)
+        returning tx_order),
+      outbox_message as (
+        insert into ${s}.outbox (tx_order, id, aggregate_type, aggregate_id, type, payload, headers, traceparent)
+        select outbox_aggregate.tx_order, ${p(2)}, ${p(0)}, ${p(1)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)} from outbox_aggregate
+        returning position)`;
+}
+
 /** The outbox's statements for one schema (`s` validated and quoted). */
 export function outboxSql(s: string) {
   const txOrderNow = `pg_current_xact_id()::text::bigint + (select tx_order_offset from ${s}.store_settings)`;

@@ -2,6 +2,7 @@ import { quoteSchema } from '../db/schema-name.js';
 import { ValidationError } from '../errors.js';
 import type { EventStore } from '../store/event-store.js';
 import type { EventMap } from '../store/event-types.js';
+import { appendedTypes } from '../store/append-notifier.js';
 import { eventsChannel, releaseChannel } from '../store/subscribe.js';
 import { sweepAbandonedReservations } from './effect-admin.js';
 import { policyFor, type EffectPolicy } from './policy.js';
@@ -9,13 +10,14 @@ import type { Processor } from './processor.js';
 import { ParkedStreamReleasedError } from './parked-streams.js';
 import { processEvents } from './process-events.js';
 import { saveProgress, type Checkpointing } from './progress.js';
-import { isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
+import { handledTypes, isAfter, loadCheckpoints, readRunBatch, WHOLE_LOG } from './read-batch.js';
 import { openRunnerSession } from './runner-session.js';
 import { PartitionLeases, partitionLockName } from './runners/partition-leases.js';
 import { startLeasedLoop } from './runners/leased-loop.js';
 import { Counters, type RunContext } from './run-context.js';
 import { processingSql } from './sql.js';
 import { Reconciler, type ReconcileReport } from './ledger/reconciler.js';
+import { ScannedBelow } from './runners/scanned-below.js';
 
 export interface LiveOptions<Effect extends string = string> {
   store: EventStore<any>;
@@ -89,12 +91,14 @@ export async function runLive<E extends EventMap, Effect extends string>(typed: 
   };
   const leases = new PartitionLeases(runner, sql, partitionLockName(store.schema, processor.name), processor.name, count);
   const counters = new Counters();
+  const scanned = new ScannedBelow();
+  const handled = new Set(handledTypes(processor));
 
   async function step(): Promise<boolean | 'held'> {
     await leases.rebalance();
     const owned = [...leases.owned];
     if (owned.length === 0) return false;
-    const checkpoints = await loadCheckpoints(db, sql, runId, owned);
+    const checkpoints = scanned.raise(await loadCheckpoints(db, sql, runId, owned));
     const after = [...checkpoints.values()].reduce((min, cp) => (isAfter(min, cp) ? cp : min));
     const limit = options.batchSize ?? 500;
     const input = await readRunBatch(run, WHOLE_LOG, after, limit, { partitions: { count, owned } });
@@ -104,7 +108,10 @@ export async function runLive<E extends EventMap, Effect extends string>(typed: 
     const last = read[read.length - 1];
     // Events of these partitions committed behind a transaction still open: they are read as
     // soon as it ends, not at the next notification.
-    if (!last) return input.heldBack ? 'held' : false;
+    if (!last) {
+      scanned.record(owned, input.frontier);
+      return input.heldBack ? 'held' : false;
+    }
     // Every owned partition moves past the whole read, also past events of partitions that had them already.
     const final = events[events.length - 1];
     const checkpointing: Checkpointing = { partitions: owned, at: (through) => (through === final ? last : through) };
@@ -132,6 +139,8 @@ export async function runLive<E extends EventMap, Effect extends string>(typed: 
   const loop = await startLeasedLoop(runner, leases, {
     db,
     channels: [eventsChannel(store.schema)],
+    // Appends of other types are no reason to read; the poll still comes.
+    wakesFor: (payload) => appendedTypes(payload)?.some((type) => handled.has(type)) ?? true,
     releaseChannels: [releaseChannel(store.schema)],
     pollIntervalMs,
     backoffMs: pollIntervalMs,

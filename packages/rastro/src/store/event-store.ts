@@ -14,6 +14,7 @@ import type { AnyEvents, EventMap, EventTypes } from './event-types.js';
 import { readStreamTail, saveSnapshot, snapshotSql, type Snapshot, type StreamTail } from './snapshots.js';
 import { eventStoreSql } from './sql.js';
 import { createAppendNotifier } from './append-notifier.js';
+import { appendNew, type AlsoStatement } from './append-new.js';
 import { eventsChannel, subscribeToLog, type Subscription, type SubscribeOptions } from './subscribe.js';
 import { prepareEvents, validateExpectedVersion, validateStreamId, type PreparedEvent } from './validate-append.js';
 import { withSpan } from '../observability/tracing.js';
@@ -93,11 +94,16 @@ export interface ReaderDelay {
 
 export interface EventStore<E extends EventMap = AnyEvents> {
   append(streamId: string, events: readonly NewEvent<E>[], options?: AppendOptions): Promise<AppendResult>;
+  /** New events at exactly `expectedVersion`, and optionally a row of the caller's, in one statement: see {@link appendNew}. */
+  appendNew(streamId: string, events: readonly NewEvent<E>[], expectedVersion: number, also?: AlsoStatement): Promise<AppendResult>;
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent<E>[]>;
   readAll(options?: ReadAllOptions<E>): Promise<RecordedEvent<E>[]>;
   subscribe(after: LogCheckpoint, handler: (event: RecordedEvent<E>) => Promise<void> | void, options?: SubscribeOptions): Subscription;
-  /** The stream's latest snapshot and the events after it (all events when there is none). */
-  readStreamTail<State>(streamId: string, options?: { tx?: Executor }): Promise<StreamTail<State>>;
+  /**
+   * The stream's latest snapshot and the events after it (all events when there is none); with
+   * `afterVersion`, for a reader that holds the state at that version, only what is newer.
+   */
+  readStreamTail<State>(streamId: string, options?: { tx?: Executor; afterVersion?: number }): Promise<StreamTail<State>>;
   /** Saves a snapshot unless a newer one is stored. Snapshots are derived: events stay the truth. */
   saveSnapshot(streamId: string, snapshot: Snapshot<unknown>, options?: { tx?: Executor }): Promise<void>;
   /** Deletes the snapshots of every stream whose id starts with `prefix`; returns how many. */
@@ -308,23 +314,28 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
     });
   }
 
+  /** New events as the append statements take them: checked against the types, personal fields sealed, versions stamped. */
+  async function prepareNew(events: NewEvent[], tx?: Queryable): Promise<PreparedEvent[]> {
+    const checked = types ? await checkedAgainst(types, events) : events;
+    return prepareEvents(types?.hasPersonal ? await sealPersonal(types, keys!, checked, tx) : checked, types);
+  }
+
   async function appendTraced(streamId: string, events: NewEvent[], options: AppendOptions): Promise<AppendResult> {
     validateStreamId(streamId);
     const expected = validateExpectedVersion(options.expectedVersion ?? 'any');
     const tx = options.tx === undefined ? undefined : toQueryable(options.tx);
-    const checked = types ? await checkedAgainst(types, events) : events;
-    const prepared = prepareEvents(types?.hasPersonal ? await sealPersonal(types, keys!, checked, tx) : checked, types);
+    const prepared = await prepareNew(events, tx);
     if (!tx || !inCallersTransaction(tx)) {
       // One statement, its own transaction: nothing of the caller's to keep usable.
       const result = await appendIn(tx ?? db, streamId, prepared, expected, false);
-      notifier.appended();
+      notifier.appended(prepared.map((event) => event.type));
       return result;
     }
     // In the caller's transaction a failed statement would abort all of its work: contain it.
     await tx.query('savepoint rastro_append');
     try {
       const result = await appendIn(tx, streamId, prepared, expected, true);
-      await notifier.appendedIn(tx);
+      await notifier.appendedIn(tx, prepared.map((event) => event.type));
       await tx.query('release savepoint rastro_append');
       return result;
     } catch (err) {
@@ -370,12 +381,14 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
         const hadKey = await keys.forget(subject, tx);
         const [event] = prepareEvents([{ type: FORGOTTEN, data: { subject }, metadata: {} }]);
         await appendIn(tx, `forgotten:${subject}`, [event!], 'any', false);
-        await notifier.appendedIn(tx);
+        await notifier.appendedIn(tx, [FORGOTTEN]);
         return { hadKey, eventId: event!.id };
       });
     },
     // The implementation reads and writes untyped events; the store's type is the caller's view of them.
     append: append as EventStore<E>['append'],
+    appendNew: ((streamId: string, events: readonly NewEvent[], expectedVersion: number, also?: AlsoStatement) =>
+      appendNew({ db, sql, prepare: (batch) => prepareNew(batch), streamVersion: (id) => streamVersion(id), appended: notifier.appended }, streamId, events as NewEvent[], expectedVersion, also)) as EventStore<E>['appendNew'],
     readStream,
     readAll,
     subscribe: (after, handler, subscribeOptions) =>
@@ -384,7 +397,8 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
         handler: handler as (event: RecordedEvent) => Promise<void> | void, options: subscribeOptions,
       }),
     streamVersion: (streamId, { tx } = {}) => streamVersion(validateStreamId(streamId), executor(tx)),
-    readStreamTail: (streamId, { tx } = {}) => readStreamTail(executor(tx), snapshots, validateStreamId(streamId), decoder),
+    readStreamTail: (streamId, { tx, afterVersion } = {}) =>
+      readStreamTail(executor(tx), snapshots, validateStreamId(streamId), decoder, afterVersion === undefined ? undefined : validateVersion('afterVersion', afterVersion, 0)),
     saveSnapshot: (streamId, snapshot, { tx } = {}) => saveSnapshot(executor(tx), snapshots, validateStreamId(streamId), snapshot),
     async dropSnapshots(prefix) {
       return (await db.query(snapshots.dropByPrefix, [prefix])).rowCount;

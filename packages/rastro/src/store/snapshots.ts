@@ -34,6 +34,18 @@ export function snapshotSql(s: string) {
         from ${s}.events
        where stream_id = $1 and stream_version > coalesce((select version from snap), 0) and stream_version <= 9007199254740991
       order by kind, stream_version`,
+    /**
+     * `tail` for a reader that holds the stream's state at version $2: the snapshot only when it is
+     * newer, and the events after the later of the two (none, usually: one index probe).
+     */
+    tailAfter: `with snap as (select version, state from ${s}.snapshots where stream_id = $1 and version > $2)
+      select 0 as kind, version as stream_version, null::text as type, state as data, null::timestamptz as occurred_at, null::uuid as id, null::smallint as schema_version
+        from snap
+      union all
+      select 1, stream_version, type, data, occurred_at, id, schema_version
+        from ${s}.events
+       where stream_id = $1 and stream_version > greatest(coalesce((select version from snap), 0), $2) and stream_version <= 9007199254740991
+      order by kind, stream_version`,
     save: `insert into ${s}.snapshots (stream_id, version, state) values ($1, $2, $3)
       on conflict (stream_id) do update set version = excluded.version, state = excluded.state, taken_at = now()
       where snapshots.version < excluded.version`,
@@ -46,9 +58,16 @@ export type SnapshotSql = ReturnType<typeof snapshotSql>;
 
 type TailRow = { kind: unknown; stream_version: unknown; type: string; data: unknown; occurred_at: unknown; id: string; schema_version: unknown };
 
-/** The stream's latest snapshot and the events after it, their data decoded as every read decodes it (store/decode.ts). */
-export async function readStreamTail<State>(target: Queryable, sql: SnapshotSql, streamId: string, decoder: EventDecoder = {}): Promise<StreamTail<State>> {
-  const { rows } = await target.query<TailRow>(sql.tail, [streamId], { prepare: true });
+/**
+ * The stream's latest snapshot and the events after it, their data decoded as every read decodes
+ * it (store/decode.ts); with `afterVersion`, only what is newer than that version.
+ */
+export async function readStreamTail<State>(target: Queryable, sql: SnapshotSql, streamId: string, decoder: EventDecoder = {}, afterVersion?: number): Promise<StreamTail<State>> {
+  const { rows } = await target.query<TailRow>(
+    afterVersion === undefined ? sql.tail : sql.tailAfter,
+    afterVersion === undefined ? [streamId] : [streamId, afterVersion],
+    { prepare: true },
+  );
   const first = rows[0];
   const snapshot = first && int8(first.kind) === 0 ? { version: int8(first.stream_version), state: json<State>(first.data) } : null;
   const tail = (snapshot ? rows.slice(1) : rows).map((row) => ({ row, data: json<Record<string, unknown>>(row.data) }));

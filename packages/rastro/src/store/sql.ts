@@ -71,9 +71,10 @@ export function eventStoreSql(s: string) {
   /**
    * The append, with `stream` the stream row's CTE: it moves the stream's version and head under
    * the row's lock, and returns the head the batch chains from (`base`), so the events' links are
-   * computed from what committed before them, however late this statement took the lock.
+   * computed from what committed before them, however late this statement took the lock. `also`,
+   * a caller's statement run in the same one (see `appendNew`).
    */
-  const appendWith = (streamCte: string) => `
+  const appendWith = (streamCte: string, also?: string) => `
 with input as (
   select * from unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[], $8::int2[])
     with ordinality as input(id, type, data, metadata, occurred_at, schema_version, n)
@@ -88,13 +89,53 @@ with input as (
   from stream, chained, input
   order by input.n
   returning position
-)
+)${also === undefined ? '' : `, also as (
+  ${also}
+)`}
 select (select version from stream) as stream_version,
        (select array_agg(position order by position) from appended) as positions`;
 
   const moveStream = `version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow}), head = ${head('s.head', 's.version + 1')}, base = s.head`;
 
+  /**
+   * `appendWith` for one event, its columns as scalars ($2 to $6, $8; $7 = 1) rather than arrays.
+   * Its link is the stream's new head, computed where the row's lock gives the previous one.
+   */
+  const appendOneWith = (streamCte: string, also?: string) => `
+with stream as (
+  ${streamCte}
+), appended as (
+  insert into ${s}.events (tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at, schema_version, hash)
+  select stream.tx_order, $1, stream.version, $2::uuid, $3::text, $4::jsonb, $5::jsonb, $6::timestamptz, now(), $8::int2, stream.head
+  from stream
+  returning position
+)${also === undefined ? '' : `, also as (
+  ${also}
+)`}
+select (select version from stream) as stream_version,
+       (select array_agg(position) from appended) as positions`;
+
+  // As append.exact's.
+  const exactStream = `update ${s}.streams s
+    set ${moveStream}
+    where s.stream_id = $1 and s.version = $9
+    returning version, tx_order, base, head`;
+  const exactOneStream = `update ${s}.streams s
+    set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow}), base = s.head,
+      head = ${s}.event_link(s.head, $2::uuid, $1, s.version + $7, $8::int2, $6::timestamptz, now(), $3::text, $4::jsonb, $5::jsonb)
+    where s.stream_id = $1 and s.version = $9
+    returning version, tx_order, base, head`;
+
   return {
+    /**
+     * The exact append of new events ($1 to $9 as `append.exact`; with `one`, a single event's
+     * columns as scalars) and, in the same statement, `also`: an INSERT or UPDATE of the caller's
+     * that selects from `stream` (one row, the stream's new version, when the events were
+     * appended) with its own values from $10 on. One statement, one commit; when `also` fails (a
+     * unique violation, say), the append is undone with it.
+     */
+    appendNew: (one: boolean, also?: string) => (one ? appendOneWith(exactOneStream, also) : appendWith(exactStream, also)),
+
     /** $1 stream, $2..$6 event columns, $7 batch size, $8 schema versions; $9 expected version (exact only). */
     append: {
       any: appendWith(`insert into ${s}.streams as s (stream_id, version, tx_order, head, base)

@@ -2,9 +2,9 @@ import type {} from '@fastify/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from 'rastro/internal/db/database.js';
 import { MAX_AMOUNT, MAX_OWNER_LENGTH } from 'rastro/internal/accounts/account.js';
-import { toMovement, validateOwner, type AccountLedger } from 'rastro/internal/accounts/account-ledger.js';
+import { toMovement, validateOwner, type AccountLedger, type Movement } from 'rastro/internal/accounts/account-ledger.js';
 import { PreconditionFailedError } from 'rastro/internal/errors.js';
-import { runIdempotent } from './idempotent.js';
+import { runIdempotent, runIdempotentStatement } from './idempotent.js';
 import type { IdempotencyKeys } from './idempotency-keys.js';
 
 export interface AccountRouteDeps {
@@ -106,12 +106,14 @@ export async function accountRoutes(app: FastifyInstance, { db, ledger, keys }: 
     app.post<IdParams & { Body: { amount: number } }>(
       path,
       { schema: { operationId, summary, params: accountId, headers: postHeaders, body: amountBody, response: { 201: movement, ...errors } } },
+      // One statement: the event, and under a key its stored response (see runIdempotentStatement).
       (request: AmountRequest, reply: FastifyReply) =>
-        runIdempotent(db, keys, request, reply, async (tx) => {
+        runIdempotentStatement(keys, request, reply, async (record) => {
           const ifMatch = ifMatchVersion(request);
-          if (ifMatch === -1) throw new PreconditionFailedError(String(request.headers['if-match']), (await ledger.get(request.params.id, { tx })).version);
+          if (ifMatch === -1) throw new PreconditionFailedError(String(request.headers['if-match']), (await ledger.get(request.params.id)).version);
           const ifVersion = ifMatch === 'any' ? undefined : ifMatch;
-          return { status: 201, body: await move(request.params.id, request.body.amount, { ifVersion, tx }) };
+          const also = record && ((movement: Movement) => record({ status: 201, body: movement }));
+          return { status: 201, body: await move(request.params.id, request.body.amount, { ifVersion, also }) };
         }),
     );
   moveRoute('/accounts/:id/deposit', 'deposit', 'Deposit', ledger.deposit);

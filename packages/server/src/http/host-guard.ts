@@ -28,17 +28,25 @@ export function hostName(host: string): string | undefined {
  */
 export function loopbackOnly(allowedHosts: readonly string[] = []) {
   const allowed = new Set<string>([...LOOPBACK_HOSTS, ...allowedHosts.map((host) => hostName(host) ?? host.toLowerCase())]);
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  // A client sends the same Host on every request: the last one allowed is not parsed again.
+  let lastAllowed: string | undefined;
+  // A callback hook: it runs on every request, where an async one costs a promise and a tick.
+  return (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
     const host = request.headers.host ?? '';
-    const name = hostName(host);
-    if (name === undefined || !allowed.has(name)) {
-      return void sendProblem(reply, 403, `this server has no API key, so it answers only to the loopback (localhost, 127.0.0.1, [::1]) and RASTRO_ALLOWED_HOSTS, not to Host ${JSON.stringify(host)}`, { code: 'RASTRO_HOST_NOT_ALLOWED' });
+    if (host !== lastAllowed) {
+      const name = hostName(host);
+      if (name === undefined || !allowed.has(name)) {
+        sendProblem(reply, 403, `this server has no API key, so it answers only to the loopback (localhost, 127.0.0.1, [::1]) and RASTRO_ALLOWED_HOSTS, not to Host ${JSON.stringify(host)}`, { code: 'RASTRO_HOST_NOT_ALLOWED' });
+        return;
+      }
+      lastAllowed = host;
     }
     const origin = request.headers.origin;
-    if (origin === undefined || !STATE_CHANGING.has(request.method)) return;
-    if (!sameOrigin(origin, host)) {
-      return void sendProblem(reply, 403, `a state-changing request from another origin (${JSON.stringify(origin)}) is refused by a server without an API key`, { code: 'RASTRO_ORIGIN_NOT_ALLOWED' });
+    if (origin !== undefined && STATE_CHANGING.has(request.method) && !sameOrigin(origin, host)) {
+      sendProblem(reply, 403, `a state-changing request from another origin (${JSON.stringify(origin)}) is refused by a server without an API key`, { code: 'RASTRO_ORIGIN_NOT_ALLOWED' });
+      return;
     }
+    done();
   };
 }
 

@@ -1,7 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Database, Queryable } from 'rastro/internal/db/database.js';
 import { quoteSchema } from 'rastro/internal/db/schema-name.js';
-import { isDatabaseUnavailable } from 'rastro/internal/db/database-error.js';
+import { isDatabaseUnavailable, isUniqueViolation } from 'rastro/internal/db/database-error.js';
+import type { AlsoStatement } from 'rastro/internal/store/append-new.js';
 import { IdempotencyKeyInFlightError } from 'rastro/internal/errors.js';
 
 /** A stored first response. */
@@ -15,6 +16,12 @@ export type Claim =
   | { kind: 'replay'; response: StoredResponse }
   | { kind: 'in-flight' }
   | { kind: 'reused' };
+
+/** What a key holds for a request: nothing, the first response, another request's, or one still in flight. */
+export type KeyLookup =
+  | { kind: 'free' }
+  | { kind: 'reclaimable' }
+  | Exclude<Claim, { kind: 'claimed' }>;
 
 export interface IdempotencyKeyOptions {
   schema: string;
@@ -40,12 +47,35 @@ function sql(s: string) {
     complete: `update ${s}.idempotency_keys set state = 'done', response_status = $3, response_body = $4
       where key = $1 and owner = $2 and state = 'in_flight'`,
     release: `delete from ${s}.idempotency_keys where key = $1 and owner = $2 and state = 'in_flight'`,
+    /**
+     * A finished request's key and response, as `also` of an append (see `appendNew`): written
+     * in the statement that appends the request's events, only when they are appended. Taken
+     * keys fail it with a unique violation, which undoes the append.
+     */
+    recordWith: `insert into ${s}.idempotency_keys (key, request_hash, owner, state, response_status, response_body, expires_at)
+      select $10, $11, $12, 'done', $13, $14, now() + $15 * interval '1 millisecond' from stream`,
+    /** A finished request's key and response, alone: a final error. No row when the key is taken. */
+    recordFinal: `insert into ${s}.idempotency_keys (key, request_hash, owner, state, response_status, response_body, expires_at)
+      values ($1, $2, $3, 'done', $4, $5, now() + $6 * interval '1 millisecond')
+      on conflict (key) do nothing
+      returning owner`,
+    /** Deletes a key a new request may take: expired, or abandoned in flight by a dead process with the same request. */
+    reclaim: `delete from ${s}.idempotency_keys
+      where key = $1 and (expires_at < now() or (state = 'in_flight' and request_hash = $2 and locked_at < now() - $3 * interval '1 millisecond'))`,
+    existingState: `select request_hash, state, response_status, response_body, expires_at < now() as expired,
+        locked_at < now() - $2 * interval '1 millisecond' as abandoned
+      from ${s}.idempotency_keys where key = $1`,
     cleanup: `delete from ${s}.idempotency_keys where key in (
       select key from ${s}.idempotency_keys where expires_at < now() limit 1000)`,
   } as const;
 }
 
 export { validateIdempotencyKey } from 'rastro/internal/idempotency-key.js';
+
+/** Whether an append with {@link IdempotencyKeys.recordWith} failed because its key was taken. */
+export function isKeyTaken(err: unknown): boolean {
+  return isUniqueViolation(err, 'idempotency_keys_pkey');
+}
 
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
@@ -124,6 +154,41 @@ export function createIdempotencyKeys(db: Database, options: IdempotencyKeyOptio
     if (rowCount !== 1) throw new IdempotencyKeyInFlightError();
   }
 
+  /**
+   * The statement that records a finished request's response with its key, as `also` of the
+   * append that does the request's work (one statement, one commit). When the key is taken
+   * (a retry, a concurrent request with the same key) it fails with a unique violation that undoes
+   * the append: see {@link isKeyTaken}, then {@link lookup}.
+   */
+  function recordWith(key: string, fingerprint: string, response: StoredResponse): AlsoStatement {
+    return { text: statements.recordWith, values: [key, fingerprint, randomUUID(), response.status, JSON.stringify(response.body), ttlMs] };
+  }
+
+  /** Records a final response with its key, alone; false when the key is taken. */
+  async function recordFinal(key: string, fingerprint: string, response: StoredResponse): Promise<boolean> {
+    const { rowCount } = await db.query(statements.recordFinal, [key, fingerprint, randomUUID(), response.status, JSON.stringify(response.body), ttlMs]);
+    return rowCount === 1;
+  }
+
+  /** What the key holds for a request with this fingerprint. */
+  async function lookup(key: string, fingerprint: string): Promise<KeyLookup> {
+    const { rows } = await db.query<{ request_hash: string; state: string; response_status: number; response_body: unknown; expired: boolean; abandoned: boolean }>(
+      statements.existingState,
+      [key, leaseMs],
+    );
+    const row = rows[0];
+    if (!row) return { kind: 'free' };
+    if (row.expired || (row.state === 'in_flight' && row.abandoned && row.request_hash === fingerprint)) return { kind: 'reclaimable' };
+    if (row.request_hash !== fingerprint) return { kind: 'reused' };
+    if (row.state !== 'done') return { kind: 'in-flight' };
+    return { kind: 'replay', response: { status: row.response_status, body: row.response_body } };
+  }
+
+  /** Deletes the key when it is expired, or abandoned in flight by a dead process with the same request; true when it did. */
+  async function reclaim(key: string, fingerprint: string): Promise<boolean> {
+    return (await db.query(statements.reclaim, [key, fingerprint, leaseMs])).rowCount === 1;
+  }
+
   /** Deletes expired keys; returns how many. */
   async function cleanup(): Promise<number> {
     let total = 0;
@@ -134,7 +199,7 @@ export function createIdempotencyKeys(db: Database, options: IdempotencyKeyOptio
     }
   }
 
-  return { claim, complete, release, cleanup };
+  return { claim, complete, release, recordWith, recordFinal, lookup, reclaim, cleanup };
 }
 
 export type IdempotencyKeys = ReturnType<typeof createIdempotencyKeys>;

@@ -34,8 +34,9 @@ export async function metricsRoutes(app: FastifyInstance, deps: MetricsRouteDeps
 /** Times every request into the histogram, by method, route pattern (not the raw URL) and status; returns the registry. */
 export function observeRequests(app: FastifyInstance, given?: Metrics): Metrics {
   const metrics = given ?? createMetrics();
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
   return metrics;
 }

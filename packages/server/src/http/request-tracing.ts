@@ -1,7 +1,7 @@
 import { context, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import { extractTraceContext } from 'rastro/internal/observability/trace-context.js';
-import { tracer } from 'rastro/internal/observability/tracing.js';
+import { tracer, tracingActive } from 'rastro/internal/observability/tracing.js';
 
 /** Routes probed often enough that a span each would be noise. */
 const UNTRACED = new Set(['/healthz']);
@@ -27,7 +27,8 @@ export function traceRequests(app: FastifyInstance): void {
 
   app.addHook('onRequest', (request, _reply, done) => {
     const route = request.routeOptions.url;
-    if (route === undefined || UNTRACED.has(route)) return done();
+    // Without an SDK a span is a no-op and no context reaches the handler: nothing to build.
+    if (route === undefined || UNTRACED.has(route) || !tracingActive()) return done();
     const active = context.active();
     const parent = trace.getSpanContext(active) ? active : extractTraceContext(request.headers, active);
     const span = tracer.startSpan(

@@ -85,5 +85,12 @@ export function textBoundary(app: FastifyInstance): void {
       done(null, value);
     });
   });
-  app.addHook('preValidation', async (request) => checkParts(request));
+  app.addHook('preValidation', (request, _reply, done) => {
+    try {
+      checkParts(request);
+    } catch (err) {
+      return done(err as UnstorableTextError);
+    }
+    done();
+  });
 }

@@ -27,6 +27,8 @@ export function createMetrics(options: { prefix?: string } = {}) {
     registers: [registry],
   });
   const gauges = new Map<string, Gauge>();
+  // One child per method, route pattern and status: observing then skips hashing the labels.
+  const observers = new Map<string, { observe(seconds: number): void }>();
 
   function gauge(sample: FigureSample): Gauge {
     let found = gauges.get(sample.name);
@@ -41,7 +43,13 @@ export function createMetrics(options: { prefix?: string } = {}) {
     registry,
     contentType: registry.contentType,
     observeRequest(method: string, route: string, statusCode: number, seconds: number): void {
-      requests.observe({ method, route, status_code: String(statusCode) }, seconds);
+      const key = `${method} ${statusCode} ${route}`;
+      let observer = observers.get(key);
+      if (!observer) {
+        observer = requests.labels({ method, route, status_code: String(statusCode) });
+        observers.set(key, observer);
+      }
+      observer.observe(seconds);
     },
     /** Sets the figure gauges to exactly these samples (label sets not among them are dropped), then renders the registry. */
     async scrape(samples: FigureSample[]): Promise<string> {

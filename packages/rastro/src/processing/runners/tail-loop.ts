@@ -9,6 +9,8 @@ export interface TailLoopOptions {
   db: Database;
   /** NOTIFY channels that wake the loop. */
   channels: string[];
+  /** Whether a notification on `channels` (its payload) is one to wake for. @defaultValue every one */
+  wakesFor?: (payload: string) => boolean;
   /**
    * NOTIFY channels that end only a wait for held-back work (or tell a step running that its
    * work may have been released): a transaction that may have held it committed.
@@ -65,7 +67,9 @@ export function startTailLoop(options: TailLoopOptions): TailLoop {
       if (!idle) wakeUp.signal();
     };
     try {
-      for (const channel of options.channels) unlisten.push(await options.db.listen(channel, wakeUp.signal));
+      const { wakesFor } = options;
+      const notified = wakesFor ? (payload: string) => void (wakesFor(payload) && wakeUp.signal()) : wakeUp.signal;
+      for (const channel of options.channels) unlisten.push(await options.db.listen(channel, notified));
       for (const channel of options.releaseChannels ?? []) unlisten.push(await options.db.listen(channel, released));
       while (!wakeUp.isStopped) {
         try {
