@@ -23,9 +23,12 @@ const ALONE = [
   'test/outbox/relay-crash.test.ts',
   'test/cli/serve-outage.test.ts',
   'test/deploy/roles.test.ts',
+  'test/deploy/postgres-failover.test.ts',
   'test/charges/charge-crash.test.ts',
   'test/brokers/inbox-order.test.ts',
   'test/trail/seal-kills.test.ts',
+  'test/brokers/nats-cluster.test.ts',
+  'test/brokers/rabbitmq-cluster.test.ts',
 ];
 const shared = { testTimeout: 60_000, hookTimeout: 60_000, pool: 'forks' as const };
 

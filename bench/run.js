@@ -17,8 +17,9 @@ import { auditSection } from './audit/section.js';
 import { installSection } from './install/section.js';
 import { trailSection } from './trail/section.js';
 import { growthSection } from './growth/section.js';
+import { clusterSection } from './cluster/section.js';
 
-const SECTIONS = [installSection, eventStoreSection, httpApiSection, processingSection, replayScaleSection, outboxSection, intakeSection, chargesSection, auditSection, growthSection, trailSection];
+const SECTIONS = [installSection, eventStoreSection, httpApiSection, processingSection, replayScaleSection, outboxSection, clusterSection, intakeSection, chargesSection, auditSection, growthSection, trailSection];
 const RUNS = process.env.BENCH_RUNS ? Math.max(1, Number(process.env.BENCH_RUNS)) : undefined;
 /** Runs per contender: BENCH_RUNS, else the section's own count (noisier sections take more), else 3. */
 const runsOf = (section) => RUNS ?? section.runs ?? 3;

@@ -61,4 +61,25 @@ describe.each(backends())('remembered accounts on $name', (backend) => {
     for (let i = 0; i < 150; i++) await b.deposit(id, 2);
     expect(await a.get(id)).toMatchObject({ balance: 301, version: 152 });
   });
+  it('drops a remembered account whose stream was written again from an earlier version, as after a failover that lost its tail', async () => {
+    const { db, store, a, b } = await twoProcesses(backend);
+    const s = `"${store.schema}"`;
+    const { id } = await a.open('Ana');
+    await a.deposit(id, 100);
+    await a.deposit(id, 200);
+    expect(await a.get(id)).toMatchObject({ balance: 300, version: 3 });
+    // The promoted standby never received versions 2 and 3: the stream is back at version 1.
+    await db.query(`alter table ${s}.events disable trigger events_immutable_rows`);
+    await db.query(`delete from ${s}.events where stream_id = $1 and stream_version > 1`, [`account-${id}`]);
+    await db.query(`alter table ${s}.events enable always trigger events_immutable_rows`);
+    await db.query(`update ${s}.streams set version = 1, head = (select hash from ${s}.events where stream_id = $1 and stream_version = 1), base = null where stream_id = $1`, [`account-${id}`]);
+    // Another process writes versions 2 and 3 again, other events at the versions a remembers.
+    await b.deposit(id, 10);
+    await b.deposit(id, 20);
+    // a remembers a balance of 300 at version 3: the withdrawal is decided on the stream as it is.
+    await expect(a.withdraw(id, 250)).rejects.toBeInstanceOf(InsufficientFundsError);
+    expect(await a.get(id)).toMatchObject({ balance: 30, version: 3 });
+    expect(await a.withdraw(id, 30)).toMatchObject({ version: 4 });
+    expect(await b.get(id)).toMatchObject({ balance: 0, version: 4 });
+  });
 });

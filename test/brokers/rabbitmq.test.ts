@@ -10,7 +10,7 @@ import { relayAdmin } from '../../packages/rastro/src/outbox/relay-admin.js';
 import { runRelay, type Relay } from '../../packages/rastro/src/outbox/relay.js';
 import { createEventStore } from '../../packages/rastro/src/store/event-store.js';
 import { backends, freshSchema } from '../support/databases.js';
-import { RABBITMQ_URL, startTcpProxy } from '../support/brokers.js';
+import { freePort, RABBITMQ_URL, startTcpProxy } from '../support/brokers.js';
 import { runRastro } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
 import { storeWithMessages as storeWith } from '../support/outbox-writers.js';
@@ -106,29 +106,22 @@ describe.skipIf(!RABBITMQ_URL)(`the relay and the inbox on RabbitMQ (${backend.n
     expectInOrderPerAggregate(got, written);
   });
 
-  it('parks a message the broker nacks (a full reject-publish queue) and one sent to a missing exchange; other aggregates flow', async () => {
-    const { exchange, queue } = await exchangeWithQueue({ 'x-max-length': 1, 'x-overflow': 'reject-publish' }, 'order.Overflow');
-    const { queue: others } = await (async () => {
-      const q = `${queue}_others`;
-      await channel.assertQueue(q, { durable: false });
-      await channel.bindQueue(q, exchange, 'order.OrderChanged');
-      cleanups.push(() => channel.deleteQueue(q));
-      return { queue: q };
-    })();
-    const store = await storeWithMessages([
-      { aggregateId: 'full', type: 'Overflow', n: 1 }, { aggregateId: 'full', type: 'Overflow', n: 2 }, { aggregateId: 'full', n: 3 },
-      { aggregateId: 'fine', n: 4 },
-    ]);
-    track(await runRelay({ store, publisher: track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange })), pollIntervalMs: 50, maxAttempts: 2, retryDelayMs: 10 }));
-    const parked = await eventually(async () => {
-      const list = await relayAdmin(store).parked();
-      return list.length === 2 ? list : undefined;
-    }, 'the nacked message and the one behind it parked');
-    expect(parked.map((p) => [p.reason, p.error])).toEqual([['failed', 'RabbitMQ refused the message (nack)'], ['waiting', null]]);
-    expect((await drain(others, 1)).map(nOf)).toEqual([4]);
+  it('waits out a nack (a full reject-publish queue) as an outage: parks nothing, and publishes each message in order once the queue has room', async () => {
+    const { exchange, queue } = await exchangeWithQueue({ 'x-max-length': 1, 'x-overflow': 'reject-publish' });
+    const store = await storeWithMessages([{ aggregateId: 'full', n: 1 }, { aggregateId: 'full', n: 2 }, { aggregateId: 'full', n: 3 }]);
+    const errors: unknown[] = [];
+    track(await runRelay({ store, publisher: track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange })), pollIntervalMs: 50, maxAttempts: 2, retryDelayMs: 10, maxBackoffMs: 200, onError: (e) => errors.push(e) }));
+    // More nacks than maxAttempts: a refusal would have parked the message by now.
+    await eventually(() => errors.length >= 4, 'the relay meeting nacks');
+    expect(String(errors[0])).toMatch(/could not take the message now \(nack\)/);
+    expect(await relayAdmin(store).parked()).toEqual([]);
+    expect((await drain(queue, 3)).map(nOf)).toEqual([1, 2, 3]);
+    await eventually(async () => (await relayAdmin(store).status())[0]!.pending === 0, 'every message published');
+  });
 
+  it('parks a message sent to a missing exchange', async () => {
     const missing = await storeWithMessages([{ aggregateId: 'x', n: 5 }]);
-    track(await runRelay({ store: missing, publisher: track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange: `nope_${exchange}`, declareExchange: false })), pollIntervalMs: 50, maxAttempts: 1 }));
+    track(await runRelay({ store: missing, publisher: track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange: `nope_${randomBytes(4).toString('hex')}`, declareExchange: false })), pollIntervalMs: 50, maxAttempts: 1 }));
     const [refused] = await eventually(async () => {
       const list = await relayAdmin(missing).parked();
       return list.length === 1 ? list : undefined;
@@ -222,5 +215,36 @@ describe.skipIf(!RABBITMQ_URL)(`the relay and the inbox on RabbitMQ (${backend.n
     expect(rows).toEqual([{ reason: 'no rastro-type header', message_id: 'foreign-1' }]);
     await inbox.stop();
     expect((await queueInfo(queue)).messageCount).toBe(0);
+  });
+  it('publishes and consumes through a list of nodes whose first is down, into a quorum queue when asked', async () => {
+    const { exchange } = await exchangeWithQueue();
+    const nodes = `amqp://guest:guest@127.0.0.1:${await freePort()},${RABBITMQ_URL}`;
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const queue = `inbox_q_${randomBytes(4).toString('hex')}`;
+    cleanups.push(() => channel.deleteQueue(queue));
+    const inbox = track(consumeIntoStore({ store, consumer: createAmqpConsumer({ url: nodes, exchange, queue, queueType: 'quorum' }) }));
+    await eventually(async () => (await queueInfo(queue)).consumerCount === 1, 'the inbox consuming');
+    // Declared again as classic, the queue is refused: it is a quorum queue, with a single active consumer.
+    const probe = await connection.createChannel();
+    probe.on('error', () => undefined);
+    await expect(probe.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'classic', 'x-single-active-consumer': true } })).rejects.toThrow(/inequivalent arg 'x-queue-type'.*current is 'quorum'/);
+    const message = { id: randomUUID(), aggregateType: 'order', aggregateId: 'order-q', type: 'order.paid', payload: { cents: 1 }, headers: {}, traceparent: null, occurredAt: new Date() };
+    await track(createAmqpPublisher({ url: nodes, exchange })).publish(message);
+    await eventually(() => inbox.counts.stored === 1, 'the message stored');
+  });
+  it('reads on after the broker cancels its consumer (the queue went away), instead of going quiet', async () => {
+    const { exchange } = await exchangeWithQueue();
+    const { db, schema } = await freshSchema(backend);
+    const store = createEventStore(db, { schema });
+    const queue = `inbox_c_${randomBytes(4).toString('hex')}`;
+    cleanups.push(() => channel.deleteQueue(queue));
+    const inbox = track(consumeIntoStore({ store, consumer: createAmqpConsumer({ url: RABBITMQ_URL!, exchange, queue }) }));
+    await eventually(async () => (await queueInfo(queue)).consumerCount === 1, 'the inbox consuming');
+    await channel.deleteQueue(queue);
+    await eventually(async () => (await queueInfo(queue)).consumerCount === 1, 'the inbox consuming its queue declared again');
+    const message = { id: randomUUID(), aggregateType: 'order', aggregateId: 'order-c', type: 'order.paid', payload: { cents: 2 }, headers: {}, traceparent: null, occurredAt: new Date() };
+    await track(createAmqpPublisher({ url: RABBITMQ_URL!, exchange })).publish(message);
+    await eventually(() => inbox.counts.stored === 1, 'the message stored');
   });
 });

@@ -48,6 +48,43 @@ describe.each(backends())('a live runner of rare event types on $name', (backend
     }
   });
 
+  it('forgets where it read to when the database hands out lower transaction ids again, as a standby promoted behind its primary does', async () => {
+    const { db, schema } = await freshSchema(backend);
+    const readsFrom: number[] = [];
+    const recording: Database = {
+      ...db,
+      query: (text, values, options) => {
+        if (text.includes('fr as materialized')) readsFrom.push(Number(values?.[0]));
+        return db.query(text, values, options);
+      },
+    };
+    const store = createEventStore(recording, { schema });
+    const handled: string[] = [];
+    const processor = defineProcessor({ name: 'rare', handlers: { Rare: async (event) => void handled.push(String(event.data.n)) } });
+    const runner = await runLive(processor, { store, policy: {}, pollIntervalMs: 20 });
+    try {
+      const first = await store.append('rare-1', [{ type: 'Rare', data: { n: 1 } }]);
+      await until(() => handled.length === 1, 'the first rare event');
+      const [{ tx_order: handledAt }] = (await db.query<{ tx_order: number }>(`select tx_order from ${schema}.events where position = $1`, [first.positions[0]])).rows as [{ tx_order: number }];
+      // 300 transactions with ids, none of them appending: empty reads now start past them.
+      for (let i = 0; i < 300; i++) await db.query('select pg_current_xact_id()');
+      const readsBefore = readsFrom.length;
+      await until(() => readsFrom.slice(readsBefore).some((from) => from > Number(handledAt) + 250), 'a read starting past the burnt ids');
+      // What a promoted standby does to the ids the lost tail had used: new transactions get them
+      // again. Here the ids move back by 200, above the runner's checkpoint and below where its
+      // empty reads reached.
+      await db.query(`update ${schema}.store_settings set tx_order_offset = tx_order_offset - 200`);
+      const second = await store.append('rare-2', [{ type: 'Rare', data: { n: 2 } }]);
+      const [{ tx_order: reused }] = (await db.query<{ tx_order: number }>(`select tx_order from ${schema}.events where position = $1`, [second.positions[0]])).rows as [{ tx_order: number }];
+      expect(Number(reused)).toBeGreaterThan(Number(handledAt));
+      expect(Number(reused)).toBeLessThan(Math.max(...readsFrom));
+      await until(() => handled.length === 2, 'the rare event written with a reused id', 5_000);
+      expect(handled).toEqual(['1', '2']);
+    } finally {
+      await runner.stop();
+    }
+  });
+
   it('wakes for appends of its types, not for others', async () => {
     const { db, schema } = await freshSchema(backend);
     let reads = 0;

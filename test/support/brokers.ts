@@ -20,7 +20,7 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const open = await new Promise<boolean>((resolve) => {

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Database } from '../../packages/rastro/src/db/database.js';
 import { quoteSchema } from '../../packages/rastro/src/db/schema-name.js';
@@ -7,6 +10,8 @@ import { merkleRoot } from '../../packages/rastro/src/trail/merkle.js';
 import { sealNext } from '../../packages/rastro/src/trail/sealer.js';
 import { trailSql } from '../../packages/rastro/src/trail/sql.js';
 import { takeDigest } from '../../packages/rastro/src/trail/take-digest.js';
+import { publishDigest, readPublishedDigests } from '../../packages/rastro/src/trail/publish-digest.js';
+import { runAudit } from '../../packages/rastro/src/audit/run-audit.js';
 import { verifyTrail, type TrailCheckpoint } from '../../packages/rastro/src/trail/verify.js';
 import { freshSchema, postgresBackend } from '../support/databases.js';
 
@@ -146,5 +151,38 @@ describe.skipIf(!postgres)('damage to the trail, as a superuser who disables the
     expect(await kinds(store)).toEqual([]);
     const withDigest = await verifyTrail(store, { full: true, digests: [{ digest, source: 'kept-outside.json' }] });
     expect(withDigest.findings.map((f) => [f.kind, f.subject.id])).toEqual([['digest-not-in-chain', 'kept-outside.json']]);
+  });
+
+  it("rastro audit reads the digests published to a folder: names the one a cut tail lost, and a file that is not a digest", async () => {
+    const { store, db, s } = await healthy();
+    const folder = mkdtempSync(join(tmpdir(), 'rastro-digests-'));
+    try {
+      const early = (await takeDigest(store))!;
+      await publishDigest(store, early, { folder });
+      for (let i = 0; i < 10; i++) await store.append(`order-${i % 4}`, [{ type: 'order.changed', data: { n: 100 + i } }]);
+      while ((await sealNext(db, trailSql(s), 5)) > 0);
+      const late = (await takeDigest(store))!;
+      expect(late.block).toBeGreaterThan(early.block);
+      await publishDigest(store, late, { folder });
+      // Another schema's digest and a partial write are not this trail's; a damaged file is.
+      writeFileSync(join(folder, `other_${store.schema}-block-1-0123456789abcdef.json`), '{');
+      writeFileSync(join(folder, `${store.schema}-block-2-0123456789abcdef.json.77.partial`), '{');
+      writeFileSync(join(folder, `${store.schema}-block-1-0123456789abcdef.json`), '{"format": "rastro-digest/1"');
+      const audit = (options = {}) => runAudit(store, { checks: ['trail'], full: true, record: false, digests: () => readPublishedDigests(folder, store.schema), ...options });
+
+      const clean = await audit();
+      expect(clean.findings.map((f) => [f.kind, f.subject.id])).toEqual([['digest-unreadable', join(folder, `${store.schema}-block-1-0123456789abcdef.json`)]]);
+      expect(clean.findings[0]!.detail).toBe('the published digest is not JSON');
+
+      // A failover that lost the last commits, as the promoted standby shows it: the events and blocks after the early digest gone.
+      await tamper(db, `delete from ${s}.events where position > ${early.lastPosition}; delete from ${s}.trail_blocks where block > ${early.block}`);
+      const lost = await audit();
+      const named = lost.findings.filter((f) => f.kind.startsWith('digest-') && f.kind !== 'digest-unreadable');
+      expect(named.map((f) => [f.kind, f.subject.id])).toEqual([['digest-beyond-trail', join(folder, `${store.schema}-block-${late.block}-${late.hash.slice(0, 16)}.json`)]]);
+      // Only the newest blocks' files are read: the newest one here is the lost digest's.
+      expect((await readPublishedDigests(folder, store.schema, 1)).map((d) => d.source)).toEqual([join(folder, `${store.schema}-block-${late.block}-${late.hash.slice(0, 16)}.json`)]);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

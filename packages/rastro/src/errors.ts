@@ -47,7 +47,9 @@ export class ConcurrencyError extends RastroError {
   constructor(streamId: string, expected: ExpectedVersion, actual: number) {
     super(
       'RASTRO_CONCURRENCY',
-      `stream ${JSON.stringify(streamId)} is at version ${actual}, expected ${String(expected)}; reload the stream and retry`,
+      actual === expected
+        ? `stream ${JSON.stringify(streamId)} is at version ${actual} with another head than the one expected: its history is not the one read; reload the stream and retry`
+        : `stream ${JSON.stringify(streamId)} is at version ${actual}, expected ${String(expected)}; reload the stream and retry`,
     );
     this.streamId = streamId;
     this.expected = expected;

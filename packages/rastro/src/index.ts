@@ -32,6 +32,8 @@ export {
   type ReadAllOptions,
   type ReaderDelay,
 } from './store/event-store.js';
+export type { AlsoStatement, AppendNewResult, ExpectedStream } from './store/append-new.js';
+export type { Snapshot, StreamTail } from './store/snapshots.js';
 export { LOG_START, type NewEvent, type NewEventFields, type RecordedEvent, type RecordedEventFields, type EventMetadata, type LogCheckpoint } from './store/event.js';
 export {
   defineEvents,
@@ -74,7 +76,7 @@ export {
 } from './processing/ledger/effect-type.js';
 export { Reconciler, reconcileEffects, startReconcileLoop, type ReconcileLoop, type ReconcileReport, type ReconcilerOptions } from './processing/ledger/reconciler.js';
 export { createCharges, validateChargeRequest, CHARGE_STATUSES, type Charge, type Charges, type ChargeOptions, type ChargeRequest, type ChargeStatus } from './charges/charges.js';
-export { acquirerClient, CaptureDeclinedError, type Acquirer, type Capture, type CaptureLookup, type CaptureRequest } from './charges/acquirer.js';
+export { acquirerClient, CaptureDeclinedError, type Acquirer, type Capture, type CaptureLookup, type CaptureRequest, type ListedCapture } from './charges/acquirer.js';
 export { startAcquirerFake, type AcquirerFake, type AcquirerFakeOptions, type CaptureFault } from './charges/acquirer-fake.js';
 export { ChargeNotFoundError, IdempotencyKeyRequiredError, AuditFindingsError } from './errors.js';
 export { parkedEvents, type ParkedEvent, type ParkedRetryResult } from './processing/parking.js';
@@ -127,6 +129,7 @@ export { runDiffPage, type DiffPage } from './processing/run-diff.js';
 export { runAudit, AUDIT_CHECKS, validateCheckNames, type AuditOptions, type AuditReport, type AuditCheckName } from './audit/run-audit.js';
 export { auditLog, type AuditLog, type AuditRecord, type CheckSummary } from './audit/audit-log.js';
 export type { Finding, SubjectType } from './audit/finding.js';
+export type { BrokerRecord } from './audit/checks/broker-check.js';
 export type { FigureSample } from './observability/figure-sample.js';
 export { startSealer, type Sealer, type SealerOptions, type StoredBlock } from './trail/sealer.js';
 export { takeDigest } from './trail/take-digest.js';

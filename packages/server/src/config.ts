@@ -42,7 +42,10 @@ export interface RastroOptions {
   accountCacheSize?: number;
   /** How long idempotency keys are kept, in seconds. @defaultValue `RASTRO_IDEMPOTENCY_TTL_SECONDS`, else 86400 */
   idempotencyTtlSeconds?: number;
-  /** `nats://…` or `amqp://…`; without one the relay publishes in process. @defaultValue `RASTRO_BROKER_URL` */
+  /**
+   * `nats://…` or `amqp://…`; a cluster's nodes separated by commas, all of one scheme. Without
+   * one the relay publishes in process. @defaultValue `RASTRO_BROKER_URL`
+   */
   brokerUrl?: string;
   /** Whether `serve` runs an outbox relay. @defaultValue `RASTRO_RELAY` (`on`/`off`), else on */
   relay?: boolean;
@@ -58,6 +61,8 @@ export interface RastroOptions {
   natsReplicas?: number;
   /** The RabbitMQ exchange (a durable topic exchange). @defaultValue `RASTRO_AMQP_EXCHANGE`, else `rastro` */
   amqpExchange?: string;
+  /** The type of the queue the inbox declares on RabbitMQ: `quorum` (replicated) on a cluster, the production setting. @defaultValue `RASTRO_AMQP_QUEUE_TYPE`, else `classic` */
+  amqpQueueType?: 'classic' | 'quorum';
   /** Seconds the inbox's JetStream durable waits for an acknowledgement before it redelivers. @defaultValue `RASTRO_INBOX_ACK_WAIT_SECONDS`, else 30 */
   inboxAckWaitSeconds?: number;
   /** Deliveries the inbox may hold unacknowledged: the durable's max_ack_pending on NATS, the prefetch on RabbitMQ. @defaultValue `RASTRO_INBOX_MAX_ACK_PENDING`, else 256 */
@@ -132,6 +137,7 @@ export interface RastroConfig {
   readonly natsDuplicateWindowSeconds: number;
   readonly natsReplicas: number;
   readonly amqpExchange: string;
+  readonly amqpQueueType: 'classic' | 'quorum';
   readonly inboxAckWaitSeconds: number;
   readonly inboxMaxAckPending: number;
   readonly outboxRetentionDays: number;
@@ -157,7 +163,16 @@ export interface RastroConfig {
   readonly masterKeyFile: string | undefined;
 }
 
-const BROKER_URL = /^(nats|amqps?):\/\//;
+const BROKER_URL = /^(nats|amqps?):\/\/\S+$/;
+
+/** One URL, or a cluster's nodes separated by commas, all NATS or all AMQP. */
+function parseBrokerUrl(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const urls = value.split(',').map((url) => url.trim());
+  if (!urls.every((url) => BROKER_URL.test(url))) throw new ConfigError('RASTRO_BROKER_URL must be a nats:// or amqp:// URL, or several separated by commas');
+  if (new Set(urls.map((url) => url.startsWith('nats://'))).size > 1) throw new ConfigError('RASTRO_BROKER_URL names NATS and RabbitMQ servers together: list the nodes of one broker');
+  return urls.join(',');
+}
 const TOKEN = /^[A-Za-z0-9_-]{1,100}$/;
 
 function parseSwitch(name: string, value: string | boolean): boolean {
@@ -173,8 +188,7 @@ function parseToken(name: string, value: string): string {
 }
 
 function brokerOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
-  const brokerUrl = options.brokerUrl ?? (env.RASTRO_BROKER_URL || undefined);
-  if (brokerUrl !== undefined && !BROKER_URL.test(brokerUrl)) throw new ConfigError('RASTRO_BROKER_URL must be a nats:// or amqp:// URL');
+  const brokerUrl = parseBrokerUrl(options.brokerUrl ?? (env.RASTRO_BROKER_URL || undefined));
   const retention = options.outboxRetention ?? (env.RASTRO_OUTBOX_RETENTION || 'delete');
   if (retention !== 'delete' && retention !== 'daily-partitions') throw new ConfigError('RASTRO_OUTBOX_RETENTION must be delete or daily-partitions');
   return {
@@ -186,6 +200,7 @@ function brokerOptions(options: RastroOptions, env: NodeJS.ProcessEnv) {
     natsDuplicateWindowSeconds: parseCount('RASTRO_NATS_DUPLICATE_WINDOW_SECONDS', options.natsDuplicateWindowSeconds ?? (env.RASTRO_NATS_DUPLICATE_WINDOW_SECONDS || 120), 1),
     natsReplicas: parseCount('RASTRO_NATS_REPLICAS', options.natsReplicas ?? (env.RASTRO_NATS_REPLICAS || 1), 1, 5),
     amqpExchange: parseToken('RASTRO_AMQP_EXCHANGE', options.amqpExchange ?? (env.RASTRO_AMQP_EXCHANGE || 'rastro')),
+    amqpQueueType: parseChoice('RASTRO_AMQP_QUEUE_TYPE', options.amqpQueueType ?? (env.RASTRO_AMQP_QUEUE_TYPE || 'classic'), ['classic', 'quorum'] as const),
     inboxAckWaitSeconds: parseCount('RASTRO_INBOX_ACK_WAIT_SECONDS', options.inboxAckWaitSeconds ?? (env.RASTRO_INBOX_ACK_WAIT_SECONDS || 30), 1),
     inboxMaxAckPending: parseCount('RASTRO_INBOX_MAX_ACK_PENDING', options.inboxMaxAckPending ?? (env.RASTRO_INBOX_MAX_ACK_PENDING || 256), 1),
     outboxRetentionDays: parseCount('RASTRO_OUTBOX_RETENTION_DAYS', options.outboxRetentionDays ?? (env.RASTRO_OUTBOX_RETENTION_DAYS || 7), 0),

@@ -100,45 +100,47 @@ export function createAccountLedger(store: EventStore<any>, options: AccountLedg
   const maxAttempts = options.maxAttempts ?? 20;
   const cache = new AccountCache(options.cacheSize ?? 10_000);
 
-  /** The account from its latest snapshot and the events after it. */
-  async function readAccount(accountId: string, tx: Queryable | undefined): Promise<Account> {
-    const { snapshot, events } = await store.readStreamTail<AccountState>(accountStreamId(accountId), { tx });
+  /** The account from its latest snapshot and the events after it, and the stream's head there. */
+  async function readAccount(accountId: string, tx: Queryable | undefined): Promise<{ account: Account; head: string | null }> {
+    const { snapshot, events, head } = await store.readStreamTail<AccountState>(accountStreamId(accountId), { tx });
     const account = foldAccount(accountId, snapshot, events);
     if (!account) throw new AccountNotFoundError(accountId);
-    return account;
+    return { account, head };
   }
 
   /**
-   * The account as it stands (as `tx` sees it, inside one): a remembered account brought up to
-   * date with what was appended since (from a newer snapshot, if one was taken meanwhile), or
-   * read from its snapshot. Outside a transaction, what it read is committed, and is remembered.
+   * The account as it stands (as `tx` sees it, inside one), with the stream's head there: a
+   * remembered account brought up to date with what was appended since (from a newer snapshot,
+   * if one was taken meanwhile), or read from its snapshot. A remembered account whose version
+   * holds another event than the one it was folded from (the stream was written again after a
+   * failover lost its tail) is dropped and read afresh. Outside a transaction, what it read is
+   * committed, and is remembered.
    */
-  async function get(accountId: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
-    if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
+  async function current(accountId: string, tx: Queryable | undefined): Promise<{ account: Account; head: string | null }> {
     const cached = cache.get(accountId);
-    if (!cached) {
-      const account = await readAccount(accountId, tx);
-      if (!tx) cache.remember(account);
-      return account;
+    if (cached) {
+      const { id, version, ...state } = cached.account;
+      const since = await store.readStreamTail<AccountState>(accountStreamId(accountId), { tx, afterVersion: version });
+      if (since.snapshot || since.base === cached.head) {
+        if (!since.snapshot && since.events.length === 0) {
+          // Nothing appended since this process last wrote: no other writer is about.
+          if (!tx) cache.remember(cached.account, cached.head, false);
+          return { account: cached.account, head: cached.head };
+        }
+        const account = foldAccount(id, since.snapshot ?? { version, state }, since.events)!;
+        if (!tx) cache.remember(account, since.head);
+        return { account, head: since.head };
+      }
+      cache.forget(accountId);
     }
-    const { id, version, ...state } = cached.account;
-    const since = await store.readStreamTail<AccountState>(accountStreamId(accountId), { tx, afterVersion: version });
-    if (!since.snapshot && since.events.length === 0) {
-      // Nothing appended since this process last wrote: no other writer is about.
-      if (!tx) cache.remember(cached.account, false);
-      return cached.account;
-    }
-    const account = foldAccount(id, since.snapshot ?? { version, state }, since.events)!;
-    if (!tx) cache.remember(account);
-    return account;
+    const read = await readAccount(accountId, tx);
+    if (!tx) cache.remember(read.account, read.head);
+    return read;
   }
 
-  /** Remembers `account` once it is committed: now, after the transaction that wrote it commits, or not at all. */
-  function rememberWritten(account: Account, tx: WriteOptions['tx']): void {
-    if (!tx) return cache.remember(account);
-    const afterCommit = (tx as Partial<Transaction>).afterCommit;
-    if (typeof afterCommit === 'function') afterCommit.call(tx, () => cache.remember(account));
-    else cache.forget(account.id);
+  async function get(accountId: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
+    if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
+    return (await current(accountId, tx)).account;
   }
 
   async function open(owner: string, { tx }: { tx?: Queryable } = {}): Promise<Account> {
@@ -146,9 +148,8 @@ export function createAccountLedger(store: EventStore<any>, options: AccountLedg
     const id = randomUUID();
     const occurredAt = new Date();
     await store.append(accountStreamId(id), [{ type: ACCOUNT_OPENED, data: { owner }, occurredAt }], { expectedVersion: 'no-stream', tx });
-    const account: Account = { id, version: 1, owner, createdAt: occurredAt.toISOString(), balance: 0 };
-    rememberWritten(account, tx);
-    return account;
+    // Its head is read with the account's first use: an append that is not new-only returns none.
+    return { id, version: 1, owner, createdAt: occurredAt.toISOString(), balance: 0 };
   }
 
   async function snapshotIfDue(account: Account, tx?: Queryable): Promise<void> {
@@ -178,32 +179,38 @@ export function createAccountLedger(store: EventStore<any>, options: AccountLedg
     if (!UUID.test(accountId)) throw new AccountNotFoundError(accountId);
     for (let attempt = 1; ; attempt++) {
       const cached = attempt === 1 ? cache.get(accountId) : undefined;
-      const guess = cached && !cached.contended ? cached.account : undefined;
-      let account = guess ?? (await get(accountId, { tx }));
-      let refused = refusal(account, type, amount, ifVersion);
+      const guess = cached && !cached.contended ? cached : undefined;
+      let read = guess ?? (await current(accountId, tx));
+      let refused = refusal(read.account, type, amount, ifVersion);
       if (refused && guess) {
-        account = await get(accountId, { tx });
-        refused = refusal(account, type, amount, ifVersion);
+        read = await current(accountId, tx);
+        refused = refusal(read.account, type, amount, ifVersion);
       }
       if (refused) throw refused;
+      const { account } = read;
       const event = { id: randomUUID(), type, data: { amount }, occurredAt: new Date() };
       const movement = { id: event.id, type, amount, version: account.version + 1, occurredAt: event.occurredAt.toISOString() };
+      let head: string | null = null;
       try {
-        // The event is new (its id made here): outside a transaction, one statement, with `also` in it.
+        // The event is new (its id made here): outside a transaction, one statement, with `also`
+        // in it, at the version and head the account was folded at.
         if (tx) await store.append(accountStreamId(accountId), [event], { expectedVersion: account.version, tx });
-        else await store.appendNew(accountStreamId(accountId), [event], account.version, also?.(movement));
+        else head = (await store.appendNew(accountStreamId(accountId), [event], { version: account.version, head: read.head }, also?.(movement))).head;
       } catch (err) {
         if (!(err instanceof ConcurrencyError)) throw err;
         cache.markContended(accountId);
         if (ifVersion !== undefined) throw new PreconditionFailedError(`W/"${ifVersion}"`, err.actual);
         if (attempt >= maxAttempts) throw err;
         // A remembered account that was behind is no race lost: read it afresh at once.
-        if (account !== guess) await jitter(attempt);
+        if (read !== guess) await jitter(attempt);
         continue;
       }
       const after = { ...account, balance: account.balance + (type === ACCOUNT_WITHDRAWN ? -amount : amount), version: movement.version };
       await snapshotIfDue(after, tx);
-      rememberWritten(after, tx);
+      // Written in a caller's transaction, the account is read afresh next time: that append
+      // returns no head, and the transaction may yet roll back.
+      if (tx) cache.forget(accountId);
+      else cache.remember(after, head);
       return movement;
     }
   }

@@ -2,7 +2,7 @@ import type { Database, Queryable } from '../db/database.js';
 import type { EventStore } from '../store/event-store.js';
 
 /** What a finding names: the row an operator opens to act on it. */
-export type SubjectType = 'stream' | 'event' | 'trigger' | 'run' | 'effect' | 'relay' | 'message' | 'charge' | 'order' | 'account' | 'dead-letter' | 'block' | 'digest';
+export type SubjectType = 'stream' | 'event' | 'trigger' | 'run' | 'effect' | 'relay' | 'message' | 'charge' | 'capture' | 'order' | 'account' | 'dead-letter' | 'block' | 'digest';
 
 /**
  * One thing an audit found wrong or left behind: the row it names, what is wrong with it, and

@@ -4,7 +4,11 @@ import type { EffectTypes } from '../processing/ledger/effect-type.js';
 import type { EventStore } from '../store/event-store.js';
 import { frontierSql } from '../store/sql.js';
 import { auditLog, type AuditCheckpoint, type AuditRecord, type CheckSummary } from './audit-log.js';
+import type { ListedCapture } from '../charges/acquirer.js';
 import { accountsCheck } from './checks/accounts-check.js';
+import { acquirerCheck } from './checks/acquirer-check.js';
+import { brokerCheck, type BrokerRecord } from './checks/broker-check.js';
+import { providerKeysCheck } from './checks/provider-keys-check.js';
 import { chargesCheck } from './checks/charges-check.js';
 import { effectsCheck } from './checks/effects-check.js';
 import { inboxCheck } from './checks/inbox-check.js';
@@ -13,12 +17,14 @@ import { ordersCheck } from './checks/orders-check.js';
 import { outboxCheck } from './checks/outbox-check.js';
 import { processorsCheck } from './checks/processors-check.js';
 import { providersCheck } from './checks/providers-check.js';
-import { trailCheck } from './checks/trail-check.js';
+import { trailCheck, type TrailCheckOptions } from './checks/trail-check.js';
 import type { AuditCheck, AuditScope, Finding } from './finding.js';
 
-/** Every check, in the order an audit runs them; `providers` only with `askProviders`. */
-export const AUDIT_CHECKS = ['log', 'trail', 'processors', 'effects', 'outbox', 'charges', 'orders', 'accounts', 'inbox', 'providers'] as const;
+/** Every check, in the order an audit runs them; those of {@link ASKING_CHECKS} only with `askProviders`. */
+export const AUDIT_CHECKS = ['log', 'trail', 'processors', 'effects', 'outbox', 'charges', 'orders', 'accounts', 'inbox', 'providers', 'acquirer', 'provider-keys', 'broker'] as const;
 export type AuditCheckName = (typeof AUDIT_CHECKS)[number];
+/** The checks that ask systems outside the database (providers, the acquirer, the broker). */
+const ASKING_CHECKS: readonly AuditCheckName[] = ['providers', 'acquirer', 'provider-keys', 'broker'];
 
 export interface AuditOptions {
   /** Examine everything, not only what changed since each check's last audit. */
@@ -29,8 +35,17 @@ export interface AuditOptions {
   since?: Date;
   /** Ask the providers about settled keys (the `providers` check). */
   askProviders?: boolean;
-  /** The effect types that can ask their provider, for `providers`. */
+  /** The effect types that can ask their provider, for `providers` (and, those that can list, `provider-keys`). */
   effectTypes?: EffectTypes;
+  /** The acquirer's captures since a time, for `acquirer`. */
+  listCaptures?: (since: Date) => AsyncIterable<ListedCapture>;
+  /** The messages the broker stored since a time, for `broker` (JetStream; a RabbitMQ queue cannot be read back). */
+  listBrokerMessages?: (since: Date) => AsyncIterable<BrokerRecord>;
+  /** The digests published outside the database and the key they are signed with, for `trail`. */
+  digests?: TrailCheckOptions['digests'];
+  digestPublicKey?: TrailCheckOptions['publicKey'];
+  /** How far back `acquirer`, `provider-keys` and `broker` look without `since`, in ms. @defaultValue 24 h */
+  lookbackMs?: number;
   /** Keys the providers are asked about per audit. @defaultValue 100 */
   providerSample?: number;
   /** Questions per second to providers at most. @defaultValue 10 */
@@ -66,10 +81,11 @@ export function validateCheckNames(names: readonly string[]): AuditCheckName[] {
 }
 
 function checksFor(options: AuditOptions): AuditCheck[] {
-  const names = options.checks ? validateCheckNames(options.checks) : AUDIT_CHECKS.filter((name) => name !== 'providers' || options.askProviders);
+  const names = options.checks ? validateCheckNames(options.checks) : AUDIT_CHECKS.filter((name) => !ASKING_CHECKS.includes(name) || options.askProviders);
+  const since = options.since ?? new Date(Date.now() - (options.lookbackMs ?? 24 * 3_600_000));
   const all: Record<AuditCheckName, () => AuditCheck> = {
     log: () => logCheck,
-    trail: () => trailCheck,
+    trail: () => trailCheck({ digests: options.digests, publicKey: options.digestPublicKey }),
     processors: () => processorsCheck({ typesOf: options.typesOf }),
     effects: () => effectsCheck,
     outbox: () => outboxCheck({ retentionDays: options.outboxRetentionDays ?? 7, retentionIntervalMs: options.retentionIntervalMs }),
@@ -78,6 +94,9 @@ function checksFor(options: AuditOptions): AuditCheck[] {
     accounts: () => accountsCheck,
     inbox: () => inboxCheck,
     providers: () => providersCheck({ types: options.effectTypes ?? {}, sample: options.providerSample, perSecond: options.providerPerSecond }),
+    acquirer: () => acquirerCheck({ listCaptures: options.listCaptures, since }),
+    'provider-keys': () => providerKeysCheck({ types: options.effectTypes ?? {}, since }),
+    broker: () => brokerCheck({ listMessages: options.listBrokerMessages, since }),
   };
   return AUDIT_CHECKS.filter((name) => names.includes(name)).map((name) => all[name]());
 }
@@ -138,7 +157,7 @@ export async function runAudit(store: EventStore<any>, options: AuditOptions = {
   }
   const audit = {
     startedAt, finishedAt: new Date(), full: checks.every((check) => summaries.find((x) => x.name === check.name)?.incremental === false),
-    complete: AUDIT_CHECKS.every((name) => name === 'providers' || checks.some((check) => check.name === name)),
+    complete: AUDIT_CHECKS.every((name) => ASKING_CHECKS.includes(name) || checks.some((check) => check.name === name)),
     checks: summaries, findings,
   };
   const id = options.record === false ? 0 : await log.record(audit, next);

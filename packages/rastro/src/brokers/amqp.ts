@@ -1,10 +1,14 @@
 import { once } from 'node:events';
-import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import { annotateActiveSpan } from '../observability/tracing.js';
+import { amqpNodes } from './amqp-nodes.js';
 import { encodeBody, PublishRejectedError, wireHeaders, withinTimeout, type BrokerMessage, type PublishAck, type Publisher } from './message.js';
 
 export interface AmqpPublisherOptions {
-  /** `amqp://user:pass@host:port/vhost` */
+  /**
+   * `amqp://user:pass@host:port/vhost`; the nodes of a cluster separated by commas, tried in
+   * turn: a lost connection reconnects to the next node that answers.
+   */
   url: string;
   /** @defaultValue 'rastro' */
   exchange?: string | ((message: BrokerMessage) => string);
@@ -29,10 +33,13 @@ interface Open {
 
 /**
  * Publishes to RabbitMQ through `amqplib` on a confirm channel: persistent, `mandatory` messages
- * with `messageId` set, each publish resolved by the broker's confirm. A nack, an exchange that
- * does not exist, or a message the broker returns because no queue is bound for its routing key
- * (which it would otherwise confirm and drop) is a refusal of that message: the relay retries
- * it, then parks it. A lost connection fails what is in flight and the next publish reconnects.
+ * with `messageId` set, each publish resolved by the broker's confirm. An exchange that does not
+ * exist, or a message the broker returns because no queue is bound for its routing key (which it
+ * would otherwise confirm and drop) is a refusal of that message: the relay retries it, then
+ * parks it. A nack (a queue's node died with the message unconfirmed, or the queue is full) and
+ * a lost connection (the node that took a publish died before confirming it) are outages, never
+ * refusals: the relay backs off and publishes again with the same message id, and the next
+ * publish reconnects, to the next node of the list.
  *
  * @example
  * ```ts
@@ -44,14 +51,25 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): Publisher {
   const exchangeOf = typeof options.exchange === 'function' ? options.exchange : () => (options.exchange as string | undefined) ?? 'rastro';
   const routingKeyOf = options.routingKey ?? ((message: BrokerMessage) => `${message.aggregateType}.${message.type}`);
   const timeoutMs = options.confirmTimeoutMs ?? 5000;
+  const nodes = amqpNodes(options.url);
   let opening: Promise<Open> | undefined;
+  let opened = 0;
   let closed = false;
 
   async function open(): Promise<Open> {
-    const connection = await amqp.connect(options.url);
-    const forget = () => (opening = undefined);
+    const mine = ++opened;
+    const connection = await nodes.connect();
+    // Only the newest connection is the publisher's: an older one closing late (its close comes
+    // after its channel's, which already let a publish open the next) must not drop the newer.
+    const newest = () => opened === mine;
+    const forget = () => {
+      if (newest()) opening = undefined;
+    };
     connection.on('error', () => undefined);
-    connection.on('close', forget);
+    connection.on('close', () => {
+      forget();
+      nodes.lost();
+    });
     const channel = await connection.createConfirmChannel().catch(async (err: unknown) => {
       await connection.close().catch(() => undefined);
       throw err;
@@ -116,8 +134,10 @@ export function createAmqpPublisher(options: AmqpPublisherOptions): Publisher {
         state.returned.delete(message.id);
         if (!err && returnedBecause) return reject(new PublishRejectedError(returnedBecause));
         if (!err) return resolve();
-        // A nack is the broker's answer about this message; a closed channel is not.
-        if (/nack/i.test(String((err as Error).message ?? err))) reject(new PublishRejectedError('RabbitMQ refused the message (nack)'));
+        // A nack says a queue could not take the message now (RabbitMQ sends one when a queue's
+        // process or node dies with the message unconfirmed, and for a full reject-publish
+        // queue), nothing about the message: an outage, published again with the same id.
+        if (/nack/i.test(String((err as Error).message ?? err))) reject(new Error('RabbitMQ could not take the message now (nack): a queue it routes to lost its node or is full (reject-publish)', { cause: err }));
         else reject(err instanceof Error ? err : new Error(String(err)));
       });
       if (!ok) void once(state.channel, 'drain').catch(() => undefined);

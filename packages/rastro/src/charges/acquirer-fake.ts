@@ -19,6 +19,7 @@ export interface FakeCapture {
   currency: string;
   customerId: string;
   voided: boolean;
+  capturedAt: Date;
 }
 
 export interface AcquirerFakeOptions {
@@ -49,7 +50,8 @@ function send(response: ServerResponse, status: number, body: unknown): void {
 /**
  * A card acquirer as a real HTTP server, for tests and `rastro demo charges`. It deduplicates
  * captures by `Idempotency-Key` (a repeat returns the first capture), answers
- * `GET /captures/{key}` with `captured`, `not_found` or `unknown`, voids with the same key, and
+ * `GET /captures/{key}` with `captured`, `not_found` or `unknown`, lists captures since a time
+ * (`GET /captures?since=`), voids with the same key, and
  * injects faults per request. It counts what it really captured, to compare with local rows.
  */
 export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
@@ -78,6 +80,21 @@ export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
   const hooks: { onCapture?: (capture: FakeCapture) => void } = { onCapture: options.onCapture };
 
   const nextFault = (key: string): CaptureFault | undefined => faultsFor.get(key)?.shift() ?? faults.shift();
+
+  /** `GET /captures?since=<ISO>&after=<cursor>&limit=<n>`: standing captures made since, oldest first, a page at a time. */
+  function listCaptures(request: IncomingMessage, response: ServerResponse): void {
+    const query = new URL(request.url ?? '/', 'http://fake').searchParams;
+    const since = new Date(query.get('since') ?? '');
+    if (!Number.isFinite(since.getTime())) return send(response, 400, { error: 'since must be an ISO 8601 time' });
+    const limit = Math.min(1000, Math.max(1, Number(query.get('limit') ?? 100) || 100));
+    const after = Number(query.get('after') ?? 0);
+    const standing = [...captures.values()].filter((c) => !c.voided && c.capturedAt >= since);
+    const page = standing.slice(after, after + limit);
+    send(response, 200, {
+      captures: page.map((c) => ({ idempotencyKey: c.key, captureId: c.captureId, amountCents: c.amountCents, currency: c.currency, capturedAt: c.capturedAt.toISOString() })),
+      next: after + limit < standing.length ? String(after + limit) : null,
+    });
+  }
 
   const server: Server = createServer(async (request, response) => {
     try {
@@ -109,7 +126,7 @@ export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
         }
         if (existing) count(key, 'repeats');
         if (fault === 'decline' && !existing) return send(response, 402, { status: 'declined', reason: 'insufficient funds' });
-        const capture = existing ?? { captureId: `cap_${randomUUID()}`, key, amountCents: body.amountCents as number, currency: body.currency, customerId: body.customerId, voided: false };
+        const capture = existing ?? { captureId: `cap_${randomUUID()}`, key, amountCents: body.amountCents as number, currency: body.currency, customerId: body.customerId, voided: false, capturedAt: new Date() };
         if (!existing) {
           captures.set(key, capture);
           hooks.onCapture?.(capture);
@@ -119,6 +136,7 @@ export async function startAcquirerFake(options: AcquirerFakeOptions = {}) {
         if (fault === 'capture-then-reset') return void request.socket.destroy();
         return send(response, existing ? 200 : 201, { status: 'captured', captureId: capture.captureId, amountCents: capture.amountCents, currency: capture.currency });
       }
+      if (request.method === 'GET' && path === '/captures') return listCaptures(request, response);
       if (request.method === 'GET' && keyed && !keyed[2]) {
         stats.lookups++;
         const key = decodeURIComponent(keyed[1]!);

@@ -16,6 +16,12 @@ export interface Capture {
   currency: string;
 }
 
+/** A capture as the acquirer lists it: by the idempotency key it was made with, and when. */
+export interface ListedCapture extends Capture {
+  idempotencyKey: string;
+  capturedAt: Date;
+}
+
 /** The acquirer's answer about a key: captured, never captured (`not_found`), or it cannot say. */
 export type CaptureLookup = { status: 'captured'; capture: Capture } | { status: 'not_found' } | { status: 'unknown' };
 
@@ -29,6 +35,12 @@ export interface Acquirer {
   lookup(idempotencyKey: string, options: { signal: AbortSignal }): Promise<CaptureLookup>;
   /** Cancels with the same key: resolves true when the acquirer confirmed nothing is (or stays) captured. */
   void?(idempotencyKey: string, options: { signal: AbortSignal }): Promise<boolean>;
+  /**
+   * Every standing capture made since `since`, oldest first, page after page: what `rastro audit
+   * --ask-providers` compares with the charges here, to find captures whose charge the database
+   * lost (an asynchronous failover's lost tail).
+   */
+  listCaptures?(since: Date, options: { signal: AbortSignal }): AsyncIterable<ListedCapture>;
 }
 
 /** The acquirer refused the capture (a declined card): certainly not captured. */
@@ -46,10 +58,23 @@ function capture(body: Record<string, unknown>): Capture {
   return { captureId: body.captureId, amountCents: body.amountCents, currency: body.currency };
 }
 
+/** One page of `GET /captures?since=…`: its captures and the cursor of the next page, if any. */
+async function capturePage(request: ReturnType<typeof acquirerHttp>, url: string, since: Date, after: string | null, signal: AbortSignal): Promise<{ captures: ListedCapture[]; next: string | null }> {
+  const query = new URLSearchParams({ since: since.toISOString(), limit: '500', ...(after ? { after } : {}) });
+  const { status, body } = await request(`${url}/captures?${query}`, { headers: {}, signal });
+  if (status !== 200 || !Array.isArray(body.captures)) throw new Error(`the acquirer answered ${status} to a list of captures`);
+  const captures = (body.captures as Record<string, unknown>[]).map((item) => {
+    const at = new Date(String(item.capturedAt));
+    if (typeof item.idempotencyKey !== 'string' || !Number.isFinite(at.getTime())) throw new Error('the acquirer listed a capture without idempotencyKey and capturedAt');
+    return { ...capture(item), idempotencyKey: item.idempotencyKey, capturedAt: at };
+  });
+  return { captures, next: typeof body.next === 'string' ? body.next : null };
+}
+
 /**
- * An acquirer's REST API: `POST /captures` with an `Idempotency-Key` header, `GET /captures/{key}`
- * and `POST /captures/{key}/void`. A 402 is a decline; a timeout, a reset or a 5xx is ambiguous
- * (the capture may have happened) and thrown as is.
+ * An acquirer's REST API: `POST /captures` with an `Idempotency-Key` header, `GET /captures/{key}`,
+ * `POST /captures/{key}/void` and `GET /captures?since=` (docs/charges.md). A 402 is a decline; a
+ * timeout, a reset or a 5xx is ambiguous (the capture may have happened) and thrown as is.
  */
 export function acquirerClient(baseUrl: string): Acquirer {
   const url = baseUrl.replace(/\/+$/, '');
@@ -98,5 +123,13 @@ export function acquirerClient(baseUrl: string): Acquirer {
         const answer = await request(`${url}/captures/${encodeURIComponent(idempotencyKey)}/void`, { method: 'POST', headers, signal });
         return { answer, value: () => answer.status === 200 && answer.body.status === 'voided' };
       }),
+    async *listCaptures(since, { signal }) {
+      let after: string | null = null;
+      do {
+        const page = await capturePage(request, url, since, after, signal);
+        yield* page.captures;
+        after = page.next;
+      } while (after !== null);
+    },
   };
 }

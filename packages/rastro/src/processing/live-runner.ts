@@ -98,10 +98,13 @@ export async function runLive<E extends EventMap, Effect extends string>(typed: 
     await leases.rebalance();
     const owned = [...leases.owned];
     if (owned.length === 0) return false;
+    scanned.under(runner.token);
     const checkpoints = scanned.raise(await loadCheckpoints(db, sql, runId, owned));
     const after = [...checkpoints.values()].reduce((min, cp) => (isAfter(min, cp) ? cp : min));
     const limit = options.batchSize ?? 500;
     const input = await readRunBatch(run, WHOLE_LOG, after, limit, { partitions: { count, owned } });
+    // The database went back in time (a failover lost its tail): read again, from the checkpoints.
+    if (!scanned.continues(input.frontier)) return true;
     const read = input.events;
     // A partition whose checkpoint is ahead of the others has handled some of these already.
     const events = read.filter((event) => isAfter(event, checkpoints.get(event.partition)!));

@@ -14,7 +14,7 @@ import type { AnyEvents, EventMap, EventTypes } from './event-types.js';
 import { readStreamTail, saveSnapshot, snapshotSql, type Snapshot, type StreamTail } from './snapshots.js';
 import { eventStoreSql } from './sql.js';
 import { createAppendNotifier } from './append-notifier.js';
-import { appendNew, type AlsoStatement } from './append-new.js';
+import { appendNew, type AlsoStatement, type AppendNewResult, type ExpectedStream } from './append-new.js';
 import { eventsChannel, subscribeToLog, type Subscription, type SubscribeOptions } from './subscribe.js';
 import { prepareEvents, validateExpectedVersion, validateStreamId, type PreparedEvent } from './validate-append.js';
 import { withSpan } from '../observability/tracing.js';
@@ -94,8 +94,11 @@ export interface ReaderDelay {
 
 export interface EventStore<E extends EventMap = AnyEvents> {
   append(streamId: string, events: readonly NewEvent<E>[], options?: AppendOptions): Promise<AppendResult>;
-  /** New events at exactly `expectedVersion`, and optionally a row of the caller's, in one statement: see {@link appendNew}. */
-  appendNew(streamId: string, events: readonly NewEvent<E>[], expectedVersion: number, also?: AlsoStatement): Promise<AppendResult>;
+  /**
+   * New events at exactly `expectedVersion` (with its head, when the caller holds one), and
+   * optionally a row of the caller's, in one statement: see {@link appendNew}.
+   */
+  appendNew(streamId: string, events: readonly NewEvent<E>[], expectedVersion: number | ExpectedStream, also?: AlsoStatement): Promise<AppendNewResult>;
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent<E>[]>;
   readAll(options?: ReadAllOptions<E>): Promise<RecordedEvent<E>[]>;
   subscribe(after: LogCheckpoint, handler: (event: RecordedEvent<E>) => Promise<void> | void, options?: SubscribeOptions): Subscription;
@@ -387,7 +390,7 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
     },
     // The implementation reads and writes untyped events; the store's type is the caller's view of them.
     append: append as EventStore<E>['append'],
-    appendNew: ((streamId: string, events: readonly NewEvent[], expectedVersion: number, also?: AlsoStatement) =>
+    appendNew: ((streamId: string, events: readonly NewEvent[], expectedVersion: number | ExpectedStream, also?: AlsoStatement) =>
       appendNew({ db, sql, prepare: (batch) => prepareNew(batch), streamVersion: (id) => streamVersion(id), appended: notifier.appended }, streamId, events as NewEvent[], expectedVersion, also)) as EventStore<E>['appendNew'],
     readStream,
     readAll,

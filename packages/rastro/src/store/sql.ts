@@ -93,7 +93,8 @@ with input as (
   ${also}
 )`}
 select (select version from stream) as stream_version,
-       (select array_agg(position order by position) from appended) as positions`;
+       (select array_agg(position order by position) from appended) as positions,
+       (select encode(head, 'hex') from stream) as head`;
 
   const moveStream = `version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow}), head = ${head('s.head', 's.version + 1')}, base = s.head`;
 
@@ -113,25 +114,29 @@ with stream as (
   ${also}
 )`}
 select (select version from stream) as stream_version,
-       (select array_agg(position) from appended) as positions`;
+       (select array_agg(position) from appended) as positions,
+       (select encode(head, 'hex') from stream) as head`;
 
   // As append.exact's.
+  // $10, when given, the head the caller holds the stream at: the version alone does not tell
+  // another history of the stream (a failover's lost tail, written again) from the one it read.
+  const expectedHead = `($10::text is null or s.head = decode($10::text, 'hex'))`;
   const exactStream = `update ${s}.streams s
     set ${moveStream}
-    where s.stream_id = $1 and s.version = $9
+    where s.stream_id = $1 and s.version = $9 and ${expectedHead}
     returning version, tx_order, base, head`;
   const exactOneStream = `update ${s}.streams s
     set version = s.version + $7, tx_order = greatest(s.tx_order, ${txOrderNow}), base = s.head,
       head = ${s}.event_link(s.head, $2::uuid, $1, s.version + $7, $8::int2, $6::timestamptz, now(), $3::text, $4::jsonb, $5::jsonb)
-    where s.stream_id = $1 and s.version = $9
+    where s.stream_id = $1 and s.version = $9 and ${expectedHead}
     returning version, tx_order, base, head`;
 
   return {
     /**
-     * The exact append of new events ($1 to $9 as `append.exact`; with `one`, a single event's
-     * columns as scalars) and, in the same statement, `also`: an INSERT or UPDATE of the caller's
-     * that selects from `stream` (one row, the stream's new version, when the events were
-     * appended) with its own values from $10 on. One statement, one commit; when `also` fails (a
+     * The exact append of new events ($1 to $9 as `append.exact`, $10 the expected head or null;
+     * with `one`, a single event's columns as scalars) and, in the same statement, `also`: an
+     * INSERT or UPDATE of the caller's that selects from `stream` (one row, the stream's new
+     * version, when the events were appended) with its own values from $11 on. One statement, one commit; when `also` fails (a
      * unique violation, say), the append is undone with it.
      */
     appendNew: (one: boolean, also?: string) => (one ? appendOneWith(exactOneStream, also) : appendWith(exactStream, also)),
@@ -142,19 +147,19 @@ select (select version from stream) as stream_version,
     values ($1, $7, ${txOrderNow}, ${head('null', '1')}, null)
     on conflict (stream_id) do update
       set version = s.version + excluded.version, tx_order = greatest(s.tx_order, excluded.tx_order), head = ${head('s.head', 's.version + 1')}, base = s.head
-    returning version, tx_order, base`),
+    returning version, tx_order, base, head`),
       noStream: appendWith(`insert into ${s}.streams (stream_id, version, tx_order, head, base)
     values ($1, $7, ${txOrderNow}, ${head('null', '1')}, null)
     on conflict (stream_id) do nothing
-    returning version, tx_order, base`),
+    returning version, tx_order, base, head`),
       exists: appendWith(`update ${s}.streams s
     set ${moveStream}
     where s.stream_id = $1
-    returning version, tx_order, base`),
+    returning version, tx_order, base, head`),
       exact: appendWith(`update ${s}.streams s
     set ${moveStream}
     where s.stream_id = $1 and s.version = $9
-    returning version, tx_order, base`),
+    returning version, tx_order, base, head`),
     },
 
     streamVersion: `select version from ${s}.streams where stream_id = $1`,

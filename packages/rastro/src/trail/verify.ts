@@ -114,7 +114,7 @@ function checkDigests(digests: NonNullable<VerifyOptions['digests']>, blocks: Ma
     } else if (blocks.get(digest.block) !== digest.hash) {
       findings.push({
         check: 'trail', kind: 'digest-not-in-chain', subject,
-        detail: `block ${digest.block} no longer hashes to what the digest recorded: the trail was rewritten at or before that block since the digest was taken`,
+        detail: `block ${digest.block} no longer hashes to what the digest recorded: the trail was rewritten at or before that block since the digest was taken, or a failover lost the block's last commits and the promoted standby sealed the same number over other events`,
         action: ACTION.block,
       });
     }

@@ -7,8 +7,9 @@ import { createMemoryPublisher } from 'rastro/internal/brokers/memory.js';
 import type { Publisher } from 'rastro/internal/brokers/message.js';
 import { createNatsConsumer } from 'rastro/internal/brokers/nats-consumer.js';
 import { createNatsPublisher } from 'rastro/internal/brokers/nats.js';
+import { streamRecords, type StreamRecord } from 'rastro/internal/brokers/nats-stream-records.js';
 
-type BrokerConfig = Pick<RastroConfig, 'brokerUrl' | 'subjectPrefix' | 'natsStream' | 'natsDuplicateWindowSeconds' | 'natsReplicas' | 'amqpExchange'>;
+type BrokerConfig = Pick<RastroConfig, 'brokerUrl' | 'subjectPrefix' | 'natsStream' | 'natsDuplicateWindowSeconds' | 'natsReplicas' | 'amqpExchange' | 'amqpQueueType'>;
 
 /**
  * The publisher `RASTRO_BROKER_URL` names: NATS JetStream, RabbitMQ, or in process when unset.
@@ -48,5 +49,17 @@ export function openConsumer(config: BrokerConfig, options: InboxConsumerOptions
       ackWaitMs: options.ackWaitSeconds === undefined ? undefined : options.ackWaitSeconds * 1000, maxAckPending: options.maxAckPending,
     });
   }
-  return createAmqpConsumer({ url, exchange: config.amqpExchange, queue: options.queue, prefetch: options.maxAckPending });
+  return createAmqpConsumer({ url, exchange: config.amqpExchange, queue: options.queue, queueType: config.amqpQueueType, prefetch: options.maxAckPending });
+}
+
+/**
+ * What the broker `RASTRO_BROKER_URL` names stored since a time, for the audit: a JetStream
+ * stream is read back; a RabbitMQ queue cannot be (reading it would take its messages from its
+ * consumer), so there is none. `inboxDurable` names the inbox's durable (`rastro consume --durable`):
+ * what it acknowledged must be in the log.
+ */
+export function openBrokerRecords(config: Pick<BrokerConfig, 'brokerUrl' | 'natsStream'>, inboxDurable = 'rastro-inbox'): ((since: Date) => AsyncIterable<StreamRecord>) | undefined {
+  const url = config.brokerUrl;
+  if (!url?.startsWith('nats://')) return undefined;
+  return (since) => streamRecords({ url, stream: config.natsStream, since, inboxDurable });
 }

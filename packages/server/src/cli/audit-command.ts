@@ -15,6 +15,7 @@ export interface AuditCommandOptions {
   askProviders?: boolean;
   json?: boolean;
   processors?: string;
+  inboxDurable?: string;
 }
 
 const age = (seconds: number | undefined) => {
@@ -44,7 +45,7 @@ export async function auditCommand(options: AuditCommandOptions): Promise<void> 
     const progress = startProgress();
     try {
       return await runAudit(services.store, {
-        ...auditSettings(config, processors, services.charges),
+        ...auditSettings(config, processors, services.charges, options.inboxDurable),
         full: options.full, checks: options.check, since: options.since, askProviders: options.askProviders,
         onProgress: (check, examined) => progress.show(`${check}: ${examined} examined`, { state: check }),
       });
@@ -76,6 +77,7 @@ export function registerAuditCommand(program: Command): void {
     .addOption(new Option('--check <names>', `only these checks, comma-separated (${AUDIT_CHECKS.join(', ')})`).argParser(checkList))
     .addOption(new Option('--since <ts>', 'examine what changed since this time (ISO 8601) instead of since the last audit').argParser(isoDate('--since')).conflicts('full'))
     .option('--ask-providers', 'also ask the providers (the acquirer, effect types that declare reconcile) about settled keys, at a bounded rate')
+    .option('--inbox-durable <name>', "the inbox's JetStream durable (rastro consume --durable), whose acknowledged messages the broker check looks for in the log (default rastro-inbox)")
     .addOption(jsonOption())
     .addOption(processorsOption())
     .action((options: AuditCommandOptions) => auditCommand(options));

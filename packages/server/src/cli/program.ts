@@ -24,10 +24,11 @@ environment:
   RASTRO_HEADERS_TIMEOUT_SECONDS, RASTRO_REQUEST_TIMEOUT_SECONDS, RASTRO_KEEP_ALIVE_TIMEOUT_SECONDS   slow clients get 408 (10, 30, 5)
   RASTRO_SNAPSHOT_EVERY           account snapshot interval in events, 0 = off (100)
   RASTRO_IDEMPOTENCY_TTL_SECONDS  how long idempotency keys are kept (86400)
-  RASTRO_BROKER_URL nats://… or amqp://…; unset: the relay publishes in process
+  RASTRO_BROKER_URL nats://… or amqp://…, a cluster's nodes separated by commas; unset: the relay publishes in process
   RASTRO_RELAY      on|off: whether serve runs a relay (on)
   RASTRO_SUBJECT_PREFIX, RASTRO_NATS_STREAM, RASTRO_NATS_DUPLICATE_WINDOW_SECONDS, RASTRO_NATS_REPLICAS   (rastro, RASTRO, 120, 1)
   RASTRO_AMQP_EXCHANGE            the RabbitMQ topic exchange (rastro)
+  RASTRO_AMQP_QUEUE_TYPE          classic | quorum: the inbox queue's type; quorum on a cluster, read one delivery at a time (classic)
   RASTRO_INBOX_ACK_WAIT_SECONDS, RASTRO_INBOX_MAX_ACK_PENDING   the inbox's ack wait (NATS) and unacknowledged deliveries (30, 256)
   RASTRO_OUTBOX_RETENTION_DAYS    published messages kept this many days (7)
   RASTRO_OUTBOX_RETENTION         delete | daily-partitions (delete)

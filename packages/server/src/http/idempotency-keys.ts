@@ -53,7 +53,7 @@ function sql(s: string) {
      * keys fail it with a unique violation, which undoes the append.
      */
     recordWith: `insert into ${s}.idempotency_keys (key, request_hash, owner, state, response_status, response_body, expires_at)
-      select $10, $11, $12, 'done', $13, $14, now() + $15 * interval '1 millisecond' from stream`,
+      select $11, $12, $13, 'done', $14, $15, now() + $16 * interval '1 millisecond' from stream`,
     /** A finished request's key and response, alone: a final error. No row when the key is taken. */
     recordFinal: `insert into ${s}.idempotency_keys (key, request_hash, owner, state, response_status, response_body, expires_at)
       values ($1, $2, $3, 'done', $4, $5, now() + $6 * interval '1 millisecond')

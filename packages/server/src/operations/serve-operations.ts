@@ -14,7 +14,7 @@ import { serveProcessors } from './serve-processors.js';
  * retry parked events of ({@link serveProcessors}) and the
  * figures sampled every 10 s into an hour of memory.
  */
-export async function startOperations(services: Services, config: Pick<RastroConfig, 'processors'> & Partial<Pick<RastroConfig, 'auditIntervalSeconds' | 'chargeDeadlineSeconds' | 'outboxRetentionDays'>>) {
+export async function startOperations(services: Services, config: Pick<RastroConfig, 'processors'> & Partial<Pick<RastroConfig, 'auditIntervalSeconds' | 'chargeDeadlineSeconds' | 'outboxRetentionDays' | 'schema' | 'digestPublish' | 'digestKeyFile' | 'digestPublicKeyFile'>>) {
   const processors: Map<string, Processor> = await serveProcessors(services, config.processors);
   let log: FastifyBaseLogger | undefined;
   let stopAudits: () => Promise<void> = async () => undefined;
@@ -39,11 +39,11 @@ export async function startOperations(services: Services, config: Pick<RastroCon
 }
 
 /** serve's audits every RASTRO_AUDIT_INTERVAL_SECONDS (none when 0), their findings logged as a warning. */
-function startAudits(services: Services, config: Partial<Pick<RastroConfig, 'auditIntervalSeconds' | 'chargeDeadlineSeconds' | 'outboxRetentionDays'>>, processors: ReadonlyMap<string, Processor>, log: FastifyBaseLogger) {
+function startAudits(services: Services, config: Partial<Pick<RastroConfig, 'auditIntervalSeconds' | 'chargeDeadlineSeconds' | 'outboxRetentionDays' | 'schema' | 'digestPublish' | 'digestKeyFile' | 'digestPublicKeyFile'>>, processors: ReadonlyMap<string, Processor>, log: FastifyBaseLogger) {
   if (!config.auditIntervalSeconds) return async () => undefined;
   return startAuditSchedule(services.store, {
     intervalSeconds: config.auditIntervalSeconds,
-    settings: auditSettings({ chargeDeadlineSeconds: config.chargeDeadlineSeconds ?? 120, outboxRetentionDays: config.outboxRetentionDays ?? 7 }, processors, services.charges),
+    settings: auditSettings({ ...config, chargeDeadlineSeconds: config.chargeDeadlineSeconds ?? 120, outboxRetentionDays: config.outboxRetentionDays ?? 7 }, processors, services.charges),
     onAudit: (report) => {
       if (report.clean) log.info({ audit: report.id }, 'audit: clean');
       else log.warn({ audit: report.id, findings: report.findings.length, checks: report.checks.filter((c) => c.findings > 0).map((c) => c.name) }, 'audit found something: see GET /ops/audit');

@@ -11,7 +11,7 @@ import type { RastroConfig } from '../config.js';
 import { readKeyFile } from '../key-file.js';
 
 /** The key that signs digests and the key verification trusts, from RASTRO_DIGEST_KEY_FILE and RASTRO_DIGEST_PUBLIC_KEY_FILE. */
-export function digestKeys(config: Pick<RastroConfig, 'digestKeyFile' | 'digestPublicKeyFile'>): { signing?: KeyObject; trusted?: KeyObject } {
+export function digestKeys(config: Partial<Pick<RastroConfig, 'digestKeyFile' | 'digestPublicKeyFile'>>): { signing?: KeyObject; trusted?: KeyObject } {
   const signing = config.digestKeyFile ? digestKey(readKeyFile('RASTRO_DIGEST_KEY_FILE', config.digestKeyFile)) : undefined;
   let trusted: KeyObject | undefined;
   if (config.digestPublicKeyFile) {

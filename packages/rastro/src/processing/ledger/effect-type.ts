@@ -81,6 +81,12 @@ export interface EffectType {
   backoff?: { initialMs: number; maxMs: number };
   /** Writes in the transaction that settles an entry (a charge writes its outbox event here). */
   onSettled?(tx: Queryable, effect: SettledEffect): Promise<void>;
+  /**
+   * The ledger keys the provider has seen since `since`, for providers that can list them:
+   * `rastro audit --ask-providers` reports each key the ledger lacks (an effect whose record a
+   * database failover lost), so that nobody performs it again blindly.
+   */
+  listKeys?(since: Date): AsyncIterable<string>;
 }
 
 /** An effect type with its defaults applied. */
@@ -104,6 +110,7 @@ export function resolveEffectType(name: string, type: EffectType): ResolvedEffec
   if (typeof type?.reconcile !== 'function') throw new ValidationError(`effects.${name}.reconcile`, 'must be a function (key) → answer');
   const whenNotHappened = type.whenNotHappened ?? 'release';
   if (!['release', 'fail', 'redo'].includes(whenNotHappened)) throw new ValidationError(`effects.${name}.whenNotHappened`, "must be 'release', 'fail' or 'redo'");
+  if (type.listKeys !== undefined && typeof type.listKeys !== 'function') throw new ValidationError(`effects.${name}.listKeys`, 'must be a function (since) → keys');
   if (whenNotHappened === 'redo' && typeof type.redo !== 'function') throw new ValidationError(`effects.${name}.redo`, "must be a function when whenNotHappened is 'redo'");
   const initialMs = duration(`effects.${name}.backoff.initialMs`, type.backoff?.initialMs, 5_000);
   const maxMs = duration(`effects.${name}.backoff.maxMs`, type.backoff?.maxMs, 10 * 60_000);

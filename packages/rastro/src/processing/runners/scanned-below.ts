@@ -9,9 +9,40 @@ import { isAfter } from '../read-batch.js';
  * a processor of rare event types would otherwise read every event appended since its last one,
  * at every wake-up, and each read would cost more as the log grows. Kept in memory: a runner
  * that starts reads from its checkpoints once.
+ *
+ * The marks hold only while the database's history goes on: a standby promoted behind its
+ * primary (an asynchronous failover) lost the primary's last transactions, and hands their
+ * transaction ids out again to new ones, below the marks. So the marks are forgotten when the
+ * runner's session is renewed (every connection to a dead primary is lost) and when a read's
+ * frontier is lower than one seen before, which on one server it never is.
  */
 export class ScannedBelow {
   private readonly marks = new Map<number, LogCheckpoint>();
+  private highest = -Infinity;
+  private session: unknown;
+
+  /** Forgets the marks when the runner's session is not the one they were read under. */
+  under(session: unknown): void {
+    if (session !== this.session) this.forget();
+    this.session = session;
+  }
+
+  /**
+   * After every read: whether its frontier (a tx_order) went on from the ones seen before. When
+   * it did not, the marks are forgotten, and the read, which started from them, is to be done again.
+   */
+  continues(frontier: number | undefined): boolean {
+    if (frontier === undefined) return true;
+    const regressed = frontier < this.highest;
+    if (regressed) this.forget();
+    this.highest = frontier;
+    return !regressed;
+  }
+
+  private forget(): void {
+    this.marks.clear();
+    this.highest = -Infinity;
+  }
 
   /** After a read of `partitions` that found nothing below `frontier` (a tx_order). */
   record(partitions: readonly number[], frontier: number | undefined): void {
