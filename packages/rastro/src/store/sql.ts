@@ -80,7 +80,7 @@ with input as (
     with ordinality as input(id, type, data, metadata, occurred_at, schema_version, n)
 ), stream as (
   ${streamCte}
-), chained as (
+), chained as materialized (
   select ${chain('stream.base', 'stream.version - $7 + 1')} as links from stream
 ), appended as (
   insert into ${s}.events (tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at, schema_version, hash)
