@@ -40,9 +40,11 @@ contender uses a pool of 10 connections and the same events (about 150 bytes of 
   to numbers and jsonb by \`JSON.parse\`, as rastro does.
 - **rastro**: \`store.append\` with the known stream version as \`expectedVersion\` (0, which is
   \`'no-stream'\`, for a new stream); \`store.readAll({ after: lastEvent, limit })\`.
-- **unchained**: rastro as above, in a schema whose \`event_chain\` (migration 0019) is replaced
-  by a function that links nothing: the same statement, the same rows, no hashing. The rows
-  "the chain: …" compare rastro with it.
+- **unchained**: rastro as above, in a schema whose \`event_chain\` and \`event_link\` (migrations
+  0019 and 0021) are replaced by functions that link nothing: the same statements, the same rows,
+  no hashing. The rows "the chain: …" compare rastro with it. A single event appended at a known
+  version binds its columns as scalars and computes its one link; a batch to a new stream
+  computes its links once, before the stream's row.
 - **emmett**: \`@event-driven-io/emmett-postgresql\` 0.42 \`getPostgreSQLEventStore\` on a \`pg\` pool
   of 10 handed to dumbo (\`dumbo({ connectionString, pool })\`, what dumbo would create itself);
   \`appendToStream\` with \`expectedStreamVersion\` (0n for a new stream); reads with

@@ -246,7 +246,15 @@ export function createEventStore<E extends EventMap = AnyEvents>(database: Datab
     return { text: sql.append.exact, extra: [expected] };
   }
 
+  /** A single event at an exact version: its columns as scalars, its link computed once, by itself. */
+  const appendOneExact = sql.appendNew(true);
+
   async function runAppend(target: Queryable, streamId: string, events: PreparedEvent[], expected: ExpectedVersion) {
+    if (events.length === 1 && typeof expected === 'number' && expected > 0) {
+      const [event] = events as [PreparedEvent];
+      const values = [streamId, event.id, event.type, event.data, event.metadata, event.occurredAt, 1, event.schemaVersion, expected, null];
+      return (await target.query<{ stream_version: unknown; positions: unknown }>(appendOneExact, values, { prepare: true })).rows[0]!;
+    }
     const { text, extra } = appendText(expected);
     const { rows } = await target.query<{ stream_version: unknown; positions: unknown }>(
       text,

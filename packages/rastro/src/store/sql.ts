@@ -72,17 +72,25 @@ export function eventStoreSql(s: string) {
    * The append, with `stream` the stream row's CTE: it moves the stream's version and head under
    * the row's lock, and returns the head the batch chains from (`base`), so the events' links are
    * computed from what committed before them, however late this statement took the lock. `also`,
-   * a caller's statement run in the same one (see `appendNew`).
+   * a caller's statement run in the same one (see `appendNew`). With `newStream`, the stream's row
+   * is only inserted: its links chain from nothing, so they are computed once, in `from_start`,
+   * before the row (whose head is the last of them) is written.
    */
-  const appendWith = (streamCte: string, also?: string) => `
+  const appendWith = (streamCte: string, also?: string, newStream = false) => `
 with input as (
   select * from unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[], $8::int2[])
     with ordinality as input(id, type, data, metadata, occurred_at, schema_version, n)
+), ${newStream ? `from_start as materialized (
+  select ${chain('null', '1')} as links
 ), stream as (
+  ${streamCte}
+), chained as (
+  select links from from_start
+)` : `stream as (
   ${streamCte}
 ), chained as materialized (
   select ${chain('stream.base', 'stream.version - $7 + 1')} as links from stream
-), appended as (
+)`}, appended as (
   insert into ${s}.events (tx_order, stream_id, stream_version, id, type, data, metadata, occurred_at, recorded_at, schema_version, hash)
   select stream.tx_order, $1, stream.version - $7 + input.n, input.id, input.type, input.data, input.metadata, input.occurred_at, now(),
     input.schema_version, chained.links[input.n]
@@ -149,9 +157,9 @@ select (select version from stream) as stream_version,
       set version = s.version + excluded.version, tx_order = greatest(s.tx_order, excluded.tx_order), head = ${head('s.head', 's.version + 1')}, base = s.head
     returning version, tx_order, base, head`),
       noStream: appendWith(`insert into ${s}.streams (stream_id, version, tx_order, head, base)
-    values ($1, $7, ${txOrderNow}, ${head('null', '1')}, null)
+    values ($1, $7, ${txOrderNow}, (select links[$7::bigint::int] from from_start), null)
     on conflict (stream_id) do nothing
-    returning version, tx_order, base, head`),
+    returning version, tx_order, base, head`, undefined, true),
       exists: appendWith(`update ${s}.streams s
     set ${moveStream}
     where s.stream_id = $1
