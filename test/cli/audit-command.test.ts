@@ -36,4 +36,20 @@ describe('rastro audit', () => {
     expect(report.findings).toEqual([expect.objectContaining({ kind: 'snapshot-differs', subject: { type: 'account', id: world.ids.account } })]);
     expect(report.checks).toEqual([expect.objectContaining({ name: 'accounts', incremental: true })]);
   });
+
+  it.skipIf(!backend)('prints every finding of a long JSON report before it exits 1, into a pipe', async () => {
+    const world = await auditWorld(backend!);
+    const env = { DATABASE_URL: process.env.DATABASE_URL, RASTRO_SCHEMA: world.schema };
+    await world.store.append('bulk-1', Array.from({ length: 400 }, (_, n) => ({ type: 'bulk.added', data: { n } })));
+    // 400 events edited behind the triggers: 400 findings, far more than a pipe holds at once.
+    await world.sql(`alter table {s}.events disable trigger user;
+      update {s}.events set data = jsonb_set(data, '{n}', '-1') where stream_id = 'bulk-1';
+      alter table {s}.events enable always trigger events_immutable_rows;
+      alter table {s}.events enable always trigger events_immutable_truncate`);
+    const json = await runRastro(['audit', '--json', '--full', '--check', 'trail'], env);
+    expect(json.code).toBe(1);
+    expect(json.stdout.length).toBeGreaterThan(65_536);
+    const report = JSON.parse(json.stdout) as { findings: { kind: string }[] };
+    expect(report.findings.filter((f) => f.kind === 'event-altered')).toHaveLength(400);
+  });
 });

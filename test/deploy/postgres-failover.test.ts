@@ -6,14 +6,13 @@ import { connect } from '@nats-io/transport-node';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAcquirerFake, type AcquirerFake } from '../../packages/rastro/src/charges/acquirer-fake.js';
-import { canStartNats, startPrivateNats } from '../support/brokers.js';
+import { canStartNats, startPrivateNats, startTcpProxy } from '../support/brokers.js';
 import { eventually } from '../support/eventually.js';
 import { startLoad, type Answered } from '../support/failover-load.js';
 import { startNotifierFake } from '../support/notifier-fake.js';
 import { canStartPostgres, startPostgresPair, type PostgresNode } from '../support/postgres-pair.js';
 import { runRastro } from '../support/cli.js';
 import { spawnRastro, type RastroProcess } from '../support/rastro-process.js';
-import { startSwitchableProxy } from '../support/switchable-proxy.js';
 
 // A deployment on a private PostgreSQL primary with a streaming standby, reached through a proxy
 // (what a virtual address, HAProxy behind Patroni or a managed endpoint is). Clients deposit,
@@ -55,7 +54,7 @@ interface Failover {
 async function startOutside(synchronous: boolean) {
   const pair = await startPostgresPair({ synchronous });
   track(() => pair.close());
-  const proxy = await startSwitchableProxy({ host: '127.0.0.1', port: pair.primary.port });
+  const proxy = await startTcpProxy({ host: '127.0.0.1', port: pair.primary.port });
   track(() => proxy.close());
   const nats = await startPrivateNats();
   track(() => nats.close());

@@ -68,12 +68,25 @@ export async function startPrivateNats(): Promise<{ url: string; kill(): Promise
   };
 }
 
-/**
- * A TCP proxy between a client and a server that a test can cut: `cut()` drops every open
- * connection and refuses new ones, `restore()` accepts again on the same port.
- */
-export async function startTcpProxy(target: { host: string; port: number }): Promise<{ port: number; cut(): Promise<void>; restore(): Promise<void>; close(): Promise<void> }> {
+/** A TCP proxy a test controls, in front of a server. */
+export interface TcpProxy {
+  port: number;
+  /** Drops every open connection and refuses new ones. */
+  cut(): Promise<void>;
+  /** Accepts again on the same port. */
+  restore(): Promise<void>;
+  /**
+   * Accepts again, forwarding new connections to `target`: what a virtual address or HAProxy in
+   * front of Patroni does after a failover.
+   */
+  switchTo(target: { host: string; port: number }): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A TCP proxy between a client and a server that a test can cut, restore, or point elsewhere. */
+export async function startTcpProxy(initial: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
+  let target = initial;
   let server: Server | undefined;
   const port = await freePort();
   const listen = async () => {
@@ -93,14 +106,22 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     await new Promise<void>((resolve) => server!.listen(port, '127.0.0.1', resolve));
   };
   const cut = async () => {
-    const closing = new Promise((resolve) => server?.close(resolve));
+    if (!server) return;
+    const closing = new Promise((resolve) => server!.close(resolve));
     for (const socket of sockets) socket.destroy();
     sockets.clear();
     await closing;
     server = undefined;
   };
   await listen();
-  return { port, cut, restore: listen, close: cut };
+  return {
+    port, cut, restore: listen, close: cut,
+    async switchTo(next) {
+      await cut();
+      target = next;
+      await listen();
+    },
+  };
 }
 
 /** A node of a private cluster: its client URL, and whether it runs now. */
