@@ -13,18 +13,23 @@ async function until(condition: () => boolean, what: string, ms = 20_000): Promi
   }
 }
 
+/** `db`, recording the lower bound ($1, $2: tx_order, position) of every batch read a runner sends. */
+function recordingReads(db: Database): { recording: Database; readsFrom: number[] } {
+  const readsFrom: number[] = [];
+  const recording: Database = {
+    ...db,
+    query: (text, values, options) => {
+      if (text.includes('fr as materialized')) readsFrom.push(Number(values?.[0]));
+      return db.query(text, values, options);
+    },
+  };
+  return { recording, readsFrom };
+}
+
 describe.each(backends())('a live runner of rare event types on $name', (backend) => {
   it('starts each read where its last empty read ended, not at its checkpoint, and still handles every event once', async () => {
     const { db, schema } = await freshSchema(backend);
-    // The lower bound ($1, $2: tx_order, position) of every batch read the runner sends.
-    const readsFrom: number[] = [];
-    const recording: Database = {
-      ...db,
-      query: (text, values, options) => {
-        if (text.includes('fr as materialized')) readsFrom.push(Number(values?.[0]));
-        return db.query(text, values, options);
-      },
-    };
+    const { recording, readsFrom } = recordingReads(db);
     const store = createEventStore(recording, { schema });
     for (let i = 0; i < 20; i++) await store.append(`account-${i}`, [{ type: 'AccountDeposited', data: { amount: 1 } }]);
     const handled: string[] = [];
@@ -50,14 +55,7 @@ describe.each(backends())('a live runner of rare event types on $name', (backend
 
   it('forgets where it read to when the database hands out lower transaction ids again, as a standby promoted behind its primary does', async () => {
     const { db, schema } = await freshSchema(backend);
-    const readsFrom: number[] = [];
-    const recording: Database = {
-      ...db,
-      query: (text, values, options) => {
-        if (text.includes('fr as materialized')) readsFrom.push(Number(values?.[0]));
-        return db.query(text, values, options);
-      },
-    };
+    const { recording, readsFrom } = recordingReads(db);
     const store = createEventStore(recording, { schema });
     const handled: string[] = [];
     const processor = defineProcessor({ name: 'rare', handlers: { Rare: async (event) => void handled.push(String(event.data.n)) } });
