@@ -3,27 +3,16 @@
 // its commit until every message is acknowledged. Latency: one message per transaction at a
 // steady rate, from the writer seeing its commit to the relay receiving the PubAck. On a private
 // PostgreSQL server (see postgres.js).
-import { createEventStore, createOutbox, migrate, openDatabase, outboxChannel, runRelay } from 'rastro';
+import { createEventStore, createOutbox, migrate, openDatabase, runRelay } from 'rastro';
 import { createNatsPublisher } from 'rastro/nats';
 import { runContender } from '../shared/contender.js';
 import { poolErrors } from '../shared/pools.js';
 import { startPostgres } from './postgres.js';
 import { startNats } from './servers.js';
+import { fillOutbox } from '../outbox/workload.js';
 import { CLUSTER, payloadOf, percentile, streamReady } from './workload.js';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function fill(db, schema) {
-  await db.transaction(async (tx) => {
-    await tx.query(`insert into ${schema}.outbox_aggregates (aggregate_type, aggregate_id, tx_order)
-      select 'order', 'a' || g, pg_current_xact_id()::text::bigint from generate_series(0, $1 - 1) g on conflict do nothing`, [CLUSTER.aggregates]);
-    await tx.query(`insert into ${schema}.outbox (tx_order, id, aggregate_type, aggregate_id, type, payload)
-      select pg_current_xact_id()::text::bigint, gen_random_uuid(), 'order', 'a' || (g % $2), 'OrderChanged',
-             jsonb_build_object('orderId', 'o' || g, 'amountCents', 10000 + g % 1000, 'status', 'paid', 'note', repeat('x', 120))
-        from generate_series(0, $1 - 1) g`, [CLUSTER.messages, CLUSTER.aggregates]);
-    await tx.query('select pg_notify($1, $2)', [outboxChannel(schema), '']);
-  });
-}
 
 async function measure(run, replicas) {
   const schema = `bench_cluster_r${replicas}_${run}`;
@@ -62,7 +51,7 @@ async function measure(run, replicas) {
     await streamReady(servers.url, 'RASTRO', replicas);
     relay = await runRelay({ store: createEventStore(db, { schema }), publisher, maxInFlight: CLUSTER.inFlight, batchSize: 1000 });
     while (relay.partitions.length < 8) await sleep(20);
-    await fill(db, schema);
+    await fillOutbox(db, schema, CLUSTER);
     const started = performance.now();
     const sent = () => relay.counters.get('published') + relay.counters.get('duplicates');
     while (sent() < CLUSTER.messages) await sleep(2);

@@ -12,7 +12,7 @@ export const CLUSTER = {
 };
 
 /** A payload of about 200 bytes, as the outbox section's. */
-export const payloadOf = (i) => ({ orderId: `o${i}`, amountCents: 10_000 + (i % 1000), status: 'paid', note: 'x'.repeat(120) });
+export { payloadOf } from '../outbox/workload.js';
 
 /** Waits until the stream has a leader and every replica is current. */
 export async function streamReady(url, name, replicas) {

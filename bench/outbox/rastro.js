@@ -1,11 +1,11 @@
 // rastro's relay: the outbox filled by SQL (setup), then 1 and 3 relays publishing it to
 // JetStream; and the latency from commit to PubAck under a steady write rate.
-import { createEventStore, createOutbox, migrate, openDatabase, outboxChannel, runRelay } from 'rastro';
+import { createEventStore, createOutbox, migrate, openDatabase, runRelay } from 'rastro';
 import { createNatsPublisher } from 'rastro/nats';
 import { runContender } from '../shared/contender.js';
 import { DATABASE_URL } from '../shared/database.js';
 import { poolErrors } from '../shared/pools.js';
-import { freshStream, NATS_URL, OUTBOX, payloadOf } from './workload.js';
+import { fillOutbox, freshStream, NATS_URL, OUTBOX, payloadOf } from './workload.js';
 
 async function openSchema(schema) {
   const errors = poolErrors(`rastro pool for ${schema}`);
@@ -26,20 +26,6 @@ async function openSchema(schema) {
   };
 }
 
-/** The rows outbox.write would write, by SQL in one transaction; the relays start when it commits. */
-async function fill(db, schema) {
-  await db.transaction(async (tx) => {
-    await tx.query(`insert into ${schema}.outbox_aggregates (aggregate_type, aggregate_id, tx_order)
-      select 'order', 'a' || g, pg_current_xact_id()::text::bigint from generate_series(0, $1 - 1) g`, [OUTBOX.aggregates]);
-    await tx.query(`insert into ${schema}.outbox (tx_order, id, aggregate_type, aggregate_id, type, payload)
-      select pg_current_xact_id()::text::bigint, gen_random_uuid(), 'order', 'a' || (g % $2), 'OrderChanged',
-             jsonb_build_object('orderId', 'o' || g, 'amountCents', 10000 + g % 1000, 'status', 'paid', 'note', repeat('x', 120))
-        from generate_series(0, $1 - 1) g`, [OUTBOX.messages, OUTBOX.aggregates]);
-    // What outbox.write does: wake the relays at commit.
-    await tx.query('select pg_notify($1, $2)', [outboxChannel(schema), '']);
-  });
-}
-
 async function relayThroughput(run, relays) {
   const schema = `bench_outbox_${relays}_${run}`;
   const name = `BENCH_RASTRO_${relays}_${run}`;
@@ -55,7 +41,7 @@ async function relayThroughput(run, relays) {
     // The relays share the partitions before the messages arrive: the clock starts at the commit.
     while (!running.every((relay) => relay.partitions.length === Math.ceil(8 / relays) || relay.partitions.length === Math.floor(8 / relays))
       || running.reduce((sum, relay) => sum + relay.partitions.length, 0) !== 8) await new Promise((resolve) => setTimeout(resolve, 50));
-    await fill(opened.db, schema);
+    await fillOutbox(opened.db, schema, OUTBOX);
     const started = performance.now();
     for (;;) {
       const published = running.reduce((sum, relay) => sum + relay.counters.get('published') + relay.counters.get('duplicates'), 0);
